@@ -1,0 +1,196 @@
+#pragma once
+// The bridge: the one object that owns the contract. HTTP handlers, connector modules (through the
+// plugin host) and the scheduler all go through it; none of them touches the store directly.
+// No Asio/Beast here: asynchronous results come back through std::function callbacks, which run on a
+// store or engine thread and must not block (the HTTP layer re-posts them onto its own executor).
+
+#include "contract/types.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "store/store.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wopbridge {
+
+class run_starter;
+class delivery_engine;
+
+// ---- configuration the bridge needs (filled from config/) ------------------------------------------
+
+struct bridge_settings {
+    std::string public_url = "http://127.0.0.1:8080"; // base for ingestUrl
+    retry_policy default_retry;
+    breaker_policy default_breaker;
+    millis dedup_retention_ms = 24LL * 3600 * 1000; // never below 24 h
+    int dead_letter_retention_days = 7;
+    int dead_letter_max_page_size = 100;
+    int max_in_flight_deliveries = 64;
+    int max_pending_intake = 10000;   // bounded intake queue; past it submissions answer overloaded
+    millis delivery_lease_ms = 60 * 1000;
+    millis attempt_timeout_ms = 30 * 1000;
+    bool test_seams = false;
+    std::vector<std::string> local_workflows; // workflow ids the run starter can start
+    std::string host_key_file;        // 32 random bytes; created 0600 when absent
+};
+
+// ---- inputs ----------------------------------------------------------------------------------------
+
+struct registration_request {
+    std::string tenant;
+    source_kind source = source_kind::webhook;
+    std::string workflow_id;
+    bool dedup_enabled = true;
+    std::optional<retry_policy> retry;
+    verification_mode verification = verification_mode::required;
+    std::optional<schedule_spec> schedule;   // source: schedule
+    std::string connector;                   // optional: a loaded connector instance serves it
+    std::string connector_settings_json = "{}";
+};
+
+struct registration_result {
+    subscription record;
+    std::string ingest_url;       // absolute
+    std::string signing_secret;   // "whsec_…", webhook source only; returned exactly once
+};
+
+// A request as received on POST /v1/ingest/{id}; header names are lower-case.
+struct inbound_http_request {
+    std::string method = "POST";
+    std::string target;                                  // path + query as received
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+    std::string remote_address;
+};
+
+// What a connector (or the webhook intake) submits after verifying and parsing a request.
+struct inbound_submission {
+    std::string subscription_id;
+    std::string provider_event_id;  // the provider's id for the event; the dedup key is derived from it
+    std::string verbatim_dedup_key; // conformance seam only: used as the dedup key as given
+    millis received_at = 0;
+    bool verified = false;
+    std::string content_json;       // {"webhook":{…}} / {"email":{…}} / {"form":{…}} …: the per-source object
+};
+
+enum class submit_status {
+    accepted,          // committed; runId is reserved for the run this delivery starts
+    duplicate,         // a repeat within retention: run_id is the prior one
+    held,              // committed while the subscription is not active (whenNotActive: hold)
+    not_active,        // 409 subscription_not_active
+    signature_invalid, // 401; a verification refusal was dead-lettered
+    not_found,         // no such subscription
+    invalid,           // malformed submission
+    overloaded,        // 503 + Retry-After
+    unavailable,       // store cannot commit: 503 + Retry-After
+};
+
+struct submit_result {
+    submit_status status = submit_status::accepted;
+    std::string run_id;
+    std::string delivery_id;
+    int retry_after_seconds = 0;
+    std::string message; // content-free
+};
+
+using submit_callback = std::function<void(submit_result)>;
+
+// ---- outputs ---------------------------------------------------------------------------------------
+
+struct subscription_view {
+    subscription record;
+    std::vector<delivery> recent_deliveries; // newest first, content-free
+};
+
+struct poll_result {
+    std::vector<run_event> events;
+    bool is_complete = false;
+};
+
+struct seam_deliver_request {
+    std::string tenant;
+    std::string scenario; // dedup | exhaust | deliver
+    std::string dedup_key;
+    std::string source;   // default webhook
+};
+
+struct seam_deliver_result {
+    std::string run_id;
+    std::string subscription_id;
+    std::string outcome;
+    int delivered_count = 0;
+};
+
+// ---- the bridge ------------------------------------------------------------------------------------
+
+class bridge {
+public:
+    bridge(bridge_settings settings, std::unique_ptr<store> st, std::unique_ptr<run_starter> starter,
+           clock_source& clock, random_source& random);
+    ~bridge();
+    bridge(const bridge&) = delete;
+    bridge& operator=(const bridge&) = delete;
+
+    // Starts the delivery engine and the scheduler threads; stop() drains them (in-flight attempts
+    // finish and are recorded) and is idempotent.
+    result<void> start();
+    void stop();
+
+    const bridge_settings& settings() const noexcept;
+
+    // Subscriptions from the config file: inserted or updated (state and breaker kept), and
+    // config-origin subscriptions no longer in the file are deleted (state change reason source-removed).
+    result<void> apply_config_subscriptions(const std::vector<subscription>& subs,
+                                            const std::map<std::string, std::string>& secrets);
+
+    // Management (tenant-scoped: another tenant's id is not_found).
+    result<registration_result> register_subscription(const registration_request& req);
+    result<std::vector<subscription>> list_subscriptions(const std::string& tenant);
+    result<subscription_view> get_subscription(const std::string& tenant, const std::string& id);
+    // pause / resume / operator re-activation of failed or dead-lettered.
+    result<subscription> set_state(const std::string& tenant, const std::string& id, sub_state to);
+    result<void> delete_subscription(const std::string& tenant, const std::string& id);
+    result<page<delivery>> list_deliveries(const std::string& tenant, const std::string& id,
+                                           const page_request& req);
+    result<page<dead_letter>> list_dead_letters(const std::string& tenant, const std::string& id,
+                                                const page_request& req);
+
+    // Unauthenticated lookup for the ingest route (no tenant: the signature authenticates).
+    result<subscription> find_subscription(const std::string& id);
+
+    // Intake. ingest_webhook verifies a Standard Webhooks request for a `source: webhook`
+    // subscription and submits it. submit() is what connectors call after their own verification.
+    void ingest_webhook(const std::string& subscription_id, const inbound_http_request& req,
+                        submit_callback done);
+    void submit(const inbound_submission& s, submit_callback done);
+
+    // Runs.
+    result<run_record> get_run(const std::string& tenant, const std::string& run_id);
+    result<poll_result> read_events(const std::string& tenant, const std::string& run_id,
+                                    std::int64_t after_sequence, int limit = 1000);
+    // Calls `notify` once, from any thread, when the run gets an event with sequence > after_sequence
+    // (or immediately if it already has one). Returns a token for cancel_watch.
+    std::uint64_t watch_run(const std::string& run_id, std::int64_t after_sequence,
+                            std::function<void()> notify);
+    void cancel_watch(std::uint64_t token);
+
+    // Conformance seams (only when settings().test_seams).
+    result<seam_deliver_result> seam_deliver(const seam_deliver_request& req);
+    result<std::vector<run_event>> seam_events(const std::string& tenant, const std::string& run_id);
+    result<void> seam_reset(const std::string& tenant);
+
+    // Readiness: store reachable.
+    result<void> ready();
+
+    struct impl;
+
+private:
+    std::unique_ptr<impl> impl_;
+};
+
+} // namespace wopbridge

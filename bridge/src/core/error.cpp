@@ -1,0 +1,33 @@
+#include "core/error.hpp"
+
+namespace wopbridge {
+namespace {
+class bridge_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "wopbridge"; }
+    std::string message(int ev) const override {
+        switch (static_cast<errc>(ev)) {
+        case errc::ok: return "ok";
+        case errc::not_found: return "not found";
+        case errc::invalid_argument: return "invalid argument";
+        case errc::conflict: return "conflict";
+        case errc::already_exists: return "already exists";
+        case errc::signature_invalid: return "signature invalid";
+        case errc::store_unavailable: return "store unavailable";
+        case errc::overloaded: return "overloaded";
+        case errc::internal: return "internal error";
+        case errc::permanent_failure: return "permanent failure";
+        case errc::transient_failure: return "transient failure";
+        case errc::unsupported: return "unsupported";
+        case errc::shutting_down: return "shutting down";
+        }
+        return "unknown";
+    }
+};
+} // namespace
+
+const boost::system::error_category& bridge_category() noexcept {
+    static const bridge_category_impl instance;
+    return instance;
+}
+} // namespace wopbridge

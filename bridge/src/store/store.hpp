@@ -1,0 +1,172 @@
+#pragma once
+// The Store interface: every durable fact of the bridge goes through here. Backends live in
+// store/<backend>/ and are the only code that sees SQL. Every mutating call is one transaction that is
+// committed durably (fsync) before it returns or calls back; "committed" in these comments means that.
+//
+// Thread-safety: every method may be called from any thread.
+
+#include "contract/types.hpp"
+#include "core/error.hpp"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wopbridge {
+
+// ---- intake ---------------------------------------------------------------------------------------
+
+struct intake_request {
+    std::string subscription_id;
+    std::string tenant;
+    std::string dedup_key;        // host-opaque (or the seam's verbatim key); never inbound content
+    bool dedup_enabled = true;
+    std::string delivery_id;      // minted by the caller
+    std::string run_id;           // reserved by the caller for the run this delivery starts
+    millis received_at = 0;
+    millis due_at = 0;
+    bool hold = false;            // accept but do not deliver until the subscription is active again
+    std::string content_json;     // the TriggerEvent JSON handed to the run; stored, never event-logged
+    millis dedup_expires_at = 0;  // received_at + dedup retention
+};
+
+enum class intake_status { accepted, duplicate, held };
+
+struct intake_outcome {
+    intake_status status = intake_status::accepted;
+    std::string delivery_id; // the new one, or the original one for a duplicate
+    std::string run_id;      // the reserved run id (of the original delivery for a duplicate)
+};
+
+using intake_callback = std::function<void(result<intake_outcome>)>;
+
+// ---- attempt recording ----------------------------------------------------------------------------
+
+// The outcome of one delivery attempt, written in one transaction: the attempt event, the delivery
+// row update, and (as applicable) the new run + run.started, the dead-letter row, the state change.
+struct attempt_record {
+    std::string delivery_id;
+    std::string subscription_id;
+    millis at = 0;
+    delivery_attempt attempt;          // the trigger.delivery.attempted payload
+    std::string attempt_event_id;      // pre-minted; becomes run.started.causationId when delivered
+
+    // delivered:
+    std::optional<run_record> run;              // the run to create (id = delivery.run_id)
+    std::string run_started_event_id;
+    std::string run_started_payload_json;       // the run.started payload
+    std::vector<std::pair<std::string, std::string>> extra_run_events; // (type, payload) appended after
+                                                                        // run.started (e.g. run.completed)
+    // retrying:
+    millis next_due_at = 0;
+    std::string error; // content-free
+
+    // Subscription bookkeeping done in the same transaction.
+    int consecutive_failures = 0;
+    millis next_probe_at = 0;
+    std::optional<state_change> state_change_caused; // e.g. active -> failed, -> dead-lettered
+    std::string state_change_event_id;
+    millis dead_letter_expires_at = 0;               // when outcome is dead-lettered
+};
+
+// A dead letter written for a refused (unverified) inbound request: no delivery, no state change.
+struct verification_refusal {
+    std::string subscription_id;
+    std::string dedup_key;
+    std::string attempt_event_id;
+    millis at = 0;
+    millis expires_at = 0;
+};
+
+// ---- reads ----------------------------------------------------------------------------------------
+
+struct page_request {
+    int limit = 50;
+    std::string cursor; // opaque, from a previous page; empty = first page
+};
+
+template <class T>
+struct page {
+    std::vector<T> items;
+    std::string next_cursor; // empty on the last page
+};
+
+// ---- the interface --------------------------------------------------------------------------------
+
+class store {
+public:
+    virtual ~store() = default;
+
+    // Subscriptions.
+    virtual result<void> insert_subscription(const subscription& s) = 0;          // already_exists
+    virtual result<void> upsert_config_subscription(const subscription& s) = 0;   // keeps state + breaker
+    virtual result<subscription> get_subscription(const std::string& id) = 0;     // not_found
+    virtual result<std::vector<subscription>> list_subscriptions(const std::string& tenant) = 0;
+    virtual result<std::vector<subscription>> list_all_subscriptions() = 0;
+    virtual result<void> delete_subscription(const std::string& id) = 0;
+    // Compare-and-set of the state: fails with conflict when the stored state != expected_from.
+    // Appends the state change to the subscription's run-less event log in the same transaction.
+    virtual result<void> change_state(const state_change& change, const std::string& event_id,
+                                      millis at) = 0;
+
+    // Intake: inserts the dedup row (a uniqueness constraint on (subscription_id, dedup_key)) and the
+    // delivery row in one transaction. A repeat key within retention answers `duplicate` with the
+    // original delivery's ids. Writes from many threads are grouped into one commit (one fsync).
+    // The callback runs on a store thread after the commit; it must not block.
+    virtual void intake(intake_request req, intake_callback done) = 0;
+    // Synchronous convenience wrapper around intake().
+    result<intake_outcome> intake_sync(intake_request req);
+
+    virtual result<void> record_verification_refusal(const verification_refusal& r) = 0;
+
+    // Deliveries. claim_due marks up to `limit` pending deliveries of `active` (or probing `failed`)
+    // subscriptions due at or before `now` as in_flight with a lease until now + lease_ms, and returns
+    // them. A lease that expires (the claimer died) makes the delivery claimable again.
+    virtual result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) = 0;
+    virtual result<std::string> delivery_content(const std::string& delivery_id) = 0;
+    virtual result<void> record_attempt(const attempt_record& rec) = 0;
+    virtual result<std::optional<millis>> next_due_at() = 0; // earliest pending due time, if any
+    virtual result<page<delivery>> list_deliveries(const std::string& subscription_id,
+                                                   const page_request& req) = 0;
+    virtual result<delivery> get_delivery(const std::string& delivery_id) = 0;
+    // Held deliveries of a subscription become pending (due now), in arrival order.
+    virtual result<int> release_held(const std::string& subscription_id, millis now) = 0;
+
+    // Dead letters, newest first. A cursor minted for another subscription -> invalid_argument.
+    virtual result<page<dead_letter>> list_dead_letters(const std::string& subscription_id,
+                                                        const page_request& req, millis now) = 0;
+
+    // Runs and their event logs. append_run_event assigns the next sequence atomically.
+    virtual result<run_record> get_run(const std::string& run_id) = 0;
+    virtual result<std::vector<run_event>> run_events_after(const std::string& run_id,
+                                                            std::int64_t after_sequence,
+                                                            int limit) = 0;
+    virtual result<run_event> append_run_event(const std::string& run_id, const std::string& type,
+                                               const std::string& payload_json,
+                                               const std::string& causation_id,
+                                               const std::string& event_id, millis at) = 0;
+    virtual result<void> set_run_status(const std::string& run_id, run_status status, millis at) = 0;
+    virtual result<std::vector<run_record>> list_runs_with_status(run_status status) = 0;
+
+    // The run-less event log of a subscription (state changes, dead-lettered attempts, and attempts
+    // that did not start a run), in order.
+    virtual result<std::vector<run_event>> subscription_events(const std::string& subscription_id) = 0;
+
+    // Housekeeping: drops dedup rows and dead letters past their expiry. Returns rows removed.
+    virtual result<int> purge_expired(millis now) = 0;
+
+    // Cheap liveness probe for /readyz.
+    virtual result<void> ping() = 0;
+};
+
+struct sqlite_options {
+    std::string path;                 // file path; ":memory:" is refused (durability)
+    int group_commit_max_batch = 256; // intake requests per transaction at most
+    millis busy_timeout_ms = 5000;
+};
+
+result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts);
+
+} // namespace wopbridge

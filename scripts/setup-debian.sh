@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything wopbridge needs on Debian 12 (bookworm). Idempotent: packages already present are skipped.
+# Boost.JSON/URL/Beast must come from the versioned 1.81 packages; the unversioned ones are 1.74 (no JSON, no URL).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev libboost-url1.81-dev
+  libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev
+  libgtest-dev libgmock-dev
+  python3 curl openssl sqlite3 procps
+)
+# Extra groups, requested by name: postgres, redis, browser, fuzz.
+for group in "$@"; do
+  case "$group" in
+    postgres) packages+=(libpq-dev postgresql) ;;
+    redis) packages+=(redis-server redis-tools) ;;
+    browser) packages+=(chromium nodejs npm) ;;
+    fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "setup-debian.sh: unknown group '$group'" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds wopbridge and runs the whole test suite. Usage: ./scripts/test.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+./scripts/setup-debian.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300
