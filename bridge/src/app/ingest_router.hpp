@@ -1,0 +1,36 @@
+#pragma once
+// How the HTTP layer hands an ingest request for a connector-backed subscription to the connector
+// module that serves it (implemented by plugins/). No Asio here: the reply comes back through a
+// callback, exactly once, from any thread.
+
+#include "app/bridge.hpp"
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace wopbridge {
+
+struct ingest_reply {
+    int status = 200;
+    std::vector<std::pair<std::string, std::string>> headers; // e.g. content-type, retry-after
+    std::string body;
+};
+
+using ingest_reply_callback = std::function<void(ingest_reply)>;
+
+class ingest_router {
+public:
+    virtual ~ingest_router() = default;
+    // True when a loaded connector serves this subscription (subscription.connector names it).
+    virtual bool serves(const subscription& sub) const = 0;
+    // Hands the request to the connector. `reply` is called exactly once; when the connector fails
+    // to answer within its deadline the router answers 503 itself.
+    virtual void handle(const subscription& sub, const inbound_http_request& req,
+                        ingest_reply_callback reply) = 0;
+    // Trigger sources contributed by loaded connectors (for triggerBridge.sources), e.g. "email".
+    virtual std::vector<std::string> sources() const = 0;
+};
+
+} // namespace wopbridge
