@@ -175,6 +175,11 @@ typedef struct wb_host_api {
 
     /* Is the bridge able to accept more work now? 0 = saturated (queue-like sources stop reading). */
     int (*has_capacity)(wb_host* host);
+
+    /* Stores an attachment (an email part, an uploaded file) durably (fsynced) in the host's blob
+     * store and writes its opaque reference ("att_<hex>", NUL-terminated) to ref_buf. Events carry
+     * the reference, never the bytes (TriggerEvent AttachmentRef). `bytes` is copied. */
+    wb_status (*store_attachment)(wb_host* host, wb_str bytes, char* ref_buf, size_t ref_buf_size);
 } wb_host_api;
 
 /* Capability bits of a connector (descriptor.capabilities). */
