@@ -13,7 +13,7 @@ namespace wopbridge {
 namespace {
 
 class SqliteStoreTest : public ::testing::Test {
-protected:
+  protected:
     std::string path() const { return dir_.file("bridge.db"); }
 
     std::unique_ptr<sqlite::connection> raw() {
@@ -90,9 +90,10 @@ TEST_F(SqliteStoreTest, ContentIsKeptOutOfTheDeliveryRow) {
     ASSERT_TRUE((*s)->intake_sync(r));
     auto c = raw();
     ASSERT_TRUE(c);
-    auto st = c->prepare("SELECT COUNT(*) FROM deliveries WHERE "
-                         "instr(id || subscription_id || tenant || dedup_key || run_id || status || "
-                         "last_error, 'PAYLOAD-MARKER') > 0");
+    auto st =
+        c->prepare("SELECT COUNT(*) FROM deliveries WHERE "
+                   "instr(id || subscription_id || tenant || dedup_key || run_id || status || "
+                   "last_error, 'PAYLOAD-MARKER') > 0");
     ASSERT_TRUE(st.step().value());
     EXPECT_EQ(st.int64(0), 0);
     auto content = c->prepare("SELECT COUNT(*) FROM delivery_contents WHERE delivery_id = 'dlv_1'");
