@@ -181,8 +181,8 @@ struct sqlite_options {
     millis busy_timeout_ms = 5000;
 };
 
-// `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable when
-// the file cannot be opened or migrated, unsupported when its schema is newer than this build.
+// `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable
+// when the file cannot be opened or migrated, unsupported when its schema is newer than this build.
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts);
 // The same, with a human-readable reason (no secrets) in `why` on failure.
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why);
