@@ -1277,6 +1277,15 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
         why = {to_errc(r.error()), reason};
         return r.error();
     }
+    if (opts.max_page_count > 0) {
+        // PRAGMA takes no parameters; the value is a number we format ourselves.
+        std::string pragma = "PRAGMA max_page_count=" + std::to_string(opts.max_page_count);
+        if (sqlite3_exec((*writer)->handle(), pragma.c_str(), nullptr, nullptr, nullptr) !=
+            SQLITE_OK) {
+            why = {errc::store_unavailable, "cannot set max_page_count"};
+            return errc::store_unavailable;
+        }
+    }
     auto reader = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms, reason);
     if (!reader) {
         why = {to_errc(reader.error()), reason};

@@ -101,5 +101,39 @@ TEST_F(SqliteStoreTest, ContentIsKeptOutOfTheDeliveryRow) {
     EXPECT_EQ(content.int64(0), 1);
 }
 
+TEST_F(SqliteStoreTest, FullDatabaseAnswersStoreUnavailableAndKeepsNothing) {
+    sqlite_options opts{path()};
+    opts.max_page_count = 1; // raised by SQLite to the current size: no room left to grow
+    auto s = open_sqlite_store(opts);
+    ASSERT_TRUE(s);
+    subscription sub;
+    sub.id = "sub_a";
+    sub.workflow_id = "wf";
+    // A small row still fits in the table's existing page; a 1 MiB content cannot.
+    ASSERT_TRUE((*s)->insert_subscription(sub));
+    intake_request r;
+    r.subscription_id = "sub_a";
+    r.dedup_key = "k";
+    r.delivery_id = "dlv_big";
+    r.run_id = "run_big";
+    r.content_json = std::string(1 << 20, 'x');
+    r.dedup_expires_at = 1000;
+    auto out = (*s)->intake_sync(r);
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.error(), errc::store_unavailable);
+    EXPECT_EQ((*s)->get_delivery("dlv_big").error(), errc::not_found);
+    s->reset();
+
+    // Room again: the key was not taken by the failed intake (its dedup row was rolled back).
+    auto roomy = open_sqlite_store(sqlite_options{path()});
+    ASSERT_TRUE(roomy);
+    r.delivery_id = "dlv_small";
+    r.run_id = "run_small";
+    r.content_json = "{}";
+    auto again = (*roomy)->intake_sync(r);
+    ASSERT_TRUE(again) << again.error().message();
+    EXPECT_EQ(again->status, intake_status::accepted);
+}
+
 } // namespace
 } // namespace wopbridge
