@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <string>
 
 namespace wopbridge {
@@ -133,6 +137,46 @@ TEST_F(SqliteStoreTest, FullDatabaseAnswersStoreUnavailableAndKeepsNothing) {
     auto again = (*roomy)->intake_sync(r);
     ASSERT_TRUE(again) << again.error().message();
     EXPECT_EQ(again->status, intake_status::accepted);
+}
+
+TEST_F(SqliteStoreTest, GroupCommitHonoursMaxBatch) {
+    sqlite_options opts{path()};
+    opts.group_commit_max_batch = 16;
+    auto s = open_sqlite_store(opts);
+    ASSERT_TRUE(s);
+    subscription sub;
+    sub.id = "sub_a";
+    sub.workflow_id = "wf";
+    ASSERT_TRUE((*s)->insert_subscription(sub));
+    constexpr int total = 100;
+    std::mutex mu;
+    std::condition_variable cv;
+    int done = 0;
+    std::promise<void> all_queued;
+    auto queued = all_queued.get_future().share();
+    for (int i = 0; i < total; ++i) {
+        intake_request r;
+        r.subscription_id = "sub_a";
+        r.dedup_key = "k" + std::to_string(i);
+        r.delivery_id = "dlv_" + std::to_string(i);
+        r.run_id = "run_" + std::to_string(i);
+        r.dedup_expires_at = 1000;
+        (*s)->intake(std::move(r), [&, i, queued](result<intake_outcome> out) {
+            EXPECT_TRUE(out);
+            if (i == 0) {
+                queued.wait_for(std::chrono::seconds(30)); // hold the writer: the rest queue up
+            }
+            std::lock_guard lock(mu);
+            ++done;
+            cv.notify_all();
+        });
+    }
+    all_queued.set_value();
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done == total; }));
+    auto batches = (*s)->stats().intake_batches;
+    EXPECT_GE(batches, 7u); // ceil(100 / 16)
+    EXPECT_LE(batches, 8u); // plus the first, possibly short, batch
 }
 
 } // namespace
