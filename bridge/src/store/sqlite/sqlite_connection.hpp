@@ -67,6 +67,7 @@ class connection {
 
     // One or more statements without parameters or results.
     result<void> exec(const char* sql);
+    // Cached by the pointer: `sql` must be a string literal (or otherwise outlive the connection).
     statement prepare(const char* sql);
 
     // Number of rows the last INSERT/UPDATE/DELETE changed.
