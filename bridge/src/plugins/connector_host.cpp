@@ -469,8 +469,9 @@ struct connector_host::impl {
     }
 
     wb_status submit(instance& inst, const wb_inbound_event& ev, wb_submit_done_fn done, void* user) {
+        // Allowed from create on: a listener started in start() may submit before start returns.
         const phase ph = inst.state.load();
-        if (ph != phase::running && ph != phase::stopping) {
+        if (ph == phase::stopped || ph == phase::destroyed) {
             return WB_ERR_STATE;
         }
         inbound_submission s;
@@ -1002,19 +1003,19 @@ module_result<void> connector_host::unsubscribe(const std::string& connector,
 }
 
 module_result<void> connector_host::remove_instance(const std::string& name) {
-    std::shared_ptr<instance> inst;
-    {
-        std::unique_lock lk(impl_->inst_mu);
-        auto& v = impl_->instances;
-        auto it = std::find_if(v.begin(), v.end(), [&](const auto& i) { return i->name == name; });
-        if (it == v.end()) {
-            return {};
-        }
-        inst = *it;
+    std::shared_ptr<instance> inst = impl_->find(name);
+    if (!inst) {
+        return {};
+    }
+    // Stays findable while it stops, so its requests are answered 503 rather than 404.
+    auto outcome = impl_->stop_instance(*inst);
+    std::unique_lock lk(impl_->inst_mu);
+    auto& v = impl_->instances;
+    if (auto it = std::find(v.begin(), v.end(), inst); it != v.end()) {
         v.erase(it);
         impl_->retired.push_back(inst);
     }
-    return impl_->stop_instance(*inst);
+    return outcome;
 }
 
 void connector_host::stop_all() {
@@ -1053,15 +1054,19 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
                            error_body("not_found", "no connector serves this subscription")});
         return;
     }
+    bool running = false;
     {
+        // Checked under mu so stop_instance's idle wait sees this call.
         std::lock_guard lk(inst->mu);
-        if (inst->state.load() != phase::running) {
-            // Checked under mu so stop_instance's idle wait sees this call.
-            reply(ingest_reply{503, {{"content-type", "application/json"}, {"retry-after", "1"}},
-                               error_body("unavailable", "the connector is not running")});
-            return;
+        running = inst->state.load() == phase::running;
+        if (running) {
+            ++inst->active_calls;
         }
-        ++inst->active_calls;
+    }
+    if (!running) {
+        reply(ingest_reply{503, {{"content-type", "application/json"}, {"retry-after", "1"}},
+                           error_body("unavailable", "the connector is not running")});
+        return;
     }
     std::uint64_t id = 0;
     {

@@ -438,7 +438,8 @@ inline instance* as_instance(wb_connector* c) noexcept {
     return reinterpret_cast<instance*>(c);
 }
 
-inline wb_status guarded(wb_connector* c, const char* what, const std::function<status()>& fn) noexcept {
+template <class Fn>
+wb_status guarded(wb_connector* c, const char* what, Fn&& fn) noexcept {
     instance* inst = as_instance(c);
     if (inst == nullptr || !inst->self_) {
         return WB_ERR_STATE;
