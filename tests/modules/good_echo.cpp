@@ -100,6 +100,34 @@ public:
             req.respond(202);
             return;
         }
+        if (r.target.find("register") != std::string_view::npos) {
+            std::string error;
+            const auto st = host_.register_subscription({"discovered-1", "email", "wf-d", "{}"}, error);
+            req.respond(200, {}, "register " + std::to_string(static_cast<int>(st)) + " " + error);
+            return;
+        }
+        if (r.target.find("foreign") != std::string_view::npos) {
+            wopbridge::inbound_event ev;
+            ev.subscription_id = "someone-elses";
+            ev.content_json = R"({"webhook":{}})";
+            const auto st = host_.submit(ev, [](const wopbridge::submit_outcome&) {});
+            req.respond(200, {}, "foreign " + std::to_string(static_cast<int>(st)));
+            return;
+        }
+        if (r.target.find("services") != std::string_view::npos) {
+            unsigned char bytes[8] = {0};
+            const auto st = host_.random_bytes(bytes, sizeof bytes);
+            req.respond(200, {}, "now " + std::to_string(host_.now_ms()) + " capacity " +
+                                     std::to_string(host_.has_capacity() ? 1 : 0) + " random " +
+                                     std::to_string(static_cast<int>(st)) + " " +
+                                     wopbridge::sig::to_hex(std::string_view(
+                                         reinterpret_cast<const char*>(bytes), sizeof bytes)));
+            return;
+        }
+        if (r.target.find("badheader") != std::string_view::npos) {
+            req.respond(200, {{"x-evil", "a\r\nset-cookie: x"}}, "nope");
+            return;
+        }
         if (settings.find("silent") != std::string_view::npos) {
             std::lock_guard lk(mu_);
             held_.push_back(std::move(req));

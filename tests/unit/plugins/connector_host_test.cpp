@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -29,7 +30,8 @@ public:
         callbacks_.push_back(std::move(done));
         cv_.notify_all();
     }
-    bool has_capacity() const override { return true; }
+    bool has_capacity() const override { return capacity_.load(); }
+    std::atomic<bool> capacity_{true};
 
     bool wait_for(std::size_t n) {
         std::unique_lock lk(mu_);
@@ -382,6 +384,75 @@ TEST_F(ConnectorHostTest, AnswersOpenRequestsWhenTheInstanceStops) {
     ASSERT_TRUE(out_.wait_replies(1));
     EXPECT_EQ(out_.replies()[0].status, 503);
     EXPECT_FALSE(host_->serves(sub("quiet")));
+}
+
+TEST_F(ConnectorHostTest, RegistersDiscoveredSubscriptionsThenSubscribesThem) {
+    std::vector<discovered_subscription> seen;
+    std::mutex mu;
+    options_.register_subscription = [&](const discovered_subscription& d) -> std::optional<std::string> {
+        std::lock_guard lk(mu);
+        seen.push_back(d);
+        return std::nullopt;
+    };
+    host_ = std::make_unique<connector_host>(options_, sink_, clock_, random_);
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?register"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].body, "register 0 ");
+    ASSERT_TRUE(out_.wait_log("lifecycle subscribe discovered-1 https://bridge.example/v1/ingest/discovered-1"));
+    std::lock_guard lk(mu);
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].connector, "echo");
+    EXPECT_EQ(seen[0].source, "email");
+    EXPECT_EQ(seen[0].workflow_id, "wf-d");
+}
+
+TEST_F(ConnectorHostTest, RegisterIsUnsupportedWithoutARegistrar) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?register"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_THAT(out_.replies()[0].body, HasSubstr("register 2 "));
+}
+
+TEST_F(ConnectorHostTest, RefusesASubmitForAnotherConnectorsSubscription) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?foreign"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].body, "foreign 1"); // WB_ERR_INVALID, callback never called
+    EXPECT_EQ(host_->stats("echo")->submits, 0u);
+    EXPECT_GE(host_->errors("echo"), 1u);
+}
+
+TEST_F(ConnectorHostTest, ServesClockCapacityAndRandomness) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    sink_.capacity_ = false;
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?services"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    testing::seeded_random same;
+    unsigned char expected[8];
+    same.fill(expected, sizeof expected);
+    std::string hex;
+    for (unsigned char b : expected) {
+        static constexpr char d[] = "0123456789abcdef";
+        hex += d[b >> 4];
+        hex += d[b & 0xf];
+    }
+    EXPECT_EQ(out_.replies()[0].body,
+              "now " + std::to_string(clock_.now_ms()) + " capacity 0 random 0 " + hex);
+}
+
+TEST_F(ConnectorHostTest, RefusesAResponseWithAnInjectedHeader) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?badheader"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].status, 500);
+    EXPECT_EQ(out_.replies()[0].body.find("set-cookie"), std::string::npos);
+    EXPECT_GE(host_->errors("echo"), 1u);
 }
 
 TEST_F(ConnectorHostTest, WritesLogLinesAsJson) {
