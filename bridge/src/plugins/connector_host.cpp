@@ -20,13 +20,18 @@
 
 namespace wopbridge::plugin_detail {
 struct instance;
-} // namespace wopbridge::plugin_detail
 
-// The opaque wb_host of the C ABI: which host and which instance a callback comes from.
-struct wb_host {
-    wopbridge::connector_host::impl* owner = nullptr;
-    wopbridge::plugin_detail::instance* inst = nullptr;
+// What a wb_host* points at: which host and which instance a callback comes from. (The C type
+// stays opaque; defining it here could clash with another definition in the same program.)
+struct host_context {
+    connector_host::impl* owner = nullptr;
+    instance* inst = nullptr;
 };
+
+inline host_context* context_of(wb_host* h) noexcept {
+    return reinterpret_cast<host_context*>(h);
+}
+} // namespace wopbridge::plugin_detail
 
 namespace wopbridge {
 namespace plugin_detail {
@@ -44,7 +49,7 @@ struct instance {
     std::string name;
     loaded_module module;
     std::string settings_json;
-    wb_host host_ctx;
+    host_context host_ctx;
     wb_connector* conn = nullptr;
 
     std::mutex control_mu; // the ABI's control thread: one lifecycle call at a time
@@ -403,7 +408,7 @@ struct connector_host::impl {
 
     // ---- the C API table -----------------------------------------------------------------------
 
-    static instance* inst_of(wb_host* h) noexcept { return h != nullptr ? h->inst : nullptr; }
+    static instance* inst_of(wb_host* h) noexcept { return h != nullptr ? context_of(h)->inst : nullptr; }
 
     static void api_log(wb_host* h, wb_log_level level, wb_str message) noexcept {
         instance* inst = inst_of(h);
@@ -427,14 +432,14 @@ struct connector_host::impl {
                 inst->errors++;
                 break;
             }
-            h->owner->emit_log(lvl, inst->name, view(message));
+            context_of(h)->owner->emit_log(lvl, inst->name, view(message));
         } catch (...) {
         }
     }
 
     static std::int64_t api_now_ms(wb_host* h) noexcept {
         try {
-            return h != nullptr ? h->owner->clock.now_ms() : 0;
+            return h != nullptr ? context_of(h)->owner->clock.now_ms() : 0;
         } catch (...) {
             return 0;
         }
@@ -445,8 +450,8 @@ struct connector_host::impl {
             return WB_ERR_INVALID;
         }
         try {
-            std::lock_guard lk(h->owner->random_mu); // random sources need not be thread-safe
-            h->owner->random.fill(out, n);
+            std::lock_guard lk(context_of(h)->owner->random_mu); // random sources need not be thread-safe
+            context_of(h)->owner->random.fill(out, n);
             return WB_OK;
         } catch (...) {
             return WB_ERR_INTERNAL;
@@ -461,7 +466,7 @@ struct connector_host::impl {
             return WB_ERR_INVALID;
         }
         try {
-            return h->owner->submit(*inst, *ev, done, user);
+            return context_of(h)->owner->submit(*inst, *ev, done, user);
         } catch (...) {
             inst->errors++;
             return WB_ERR_INTERNAL;
@@ -584,7 +589,7 @@ struct connector_host::impl {
             return WB_ERR_INVALID;
         }
         try {
-            return h->owner->respond(*inst, reinterpret_cast<std::uintptr_t>(ctx), resp);
+            return context_of(h)->owner->respond(*inst, reinterpret_cast<std::uintptr_t>(ctx), resp);
         } catch (...) {
             inst->errors++;
             return WB_ERR_INTERNAL;
@@ -653,7 +658,7 @@ struct connector_host::impl {
             return WB_ERR_INVALID;
         }
         try {
-            return h->owner->register_subscription(*inst, *req, error_buf, error_buf_size);
+            return context_of(h)->owner->register_subscription(*inst, *req, error_buf, error_buf_size);
         } catch (...) {
             inst->errors++;
             copy_error("internal error", error_buf, error_buf_size);
@@ -683,7 +688,7 @@ struct connector_host::impl {
                                }
                                inst->add(&instance::inflight_tasks, -1);
                            }};
-            impl* self = h->owner;
+            impl* self = context_of(h)->owner;
             if (delay_ms <= 0) {
                 self->enqueue(std::move(item));
             } else {
@@ -697,7 +702,7 @@ struct connector_host::impl {
 
     static int api_has_capacity(wb_host* h) noexcept {
         try {
-            return h != nullptr && h->owner->sink.has_capacity() ? 1 : 0;
+            return h != nullptr && context_of(h)->owner->sink.has_capacity() ? 1 : 0;
         } catch (...) {
             return 0;
         }
@@ -915,7 +920,7 @@ module_result<void> connector_host::add_instance(const connector_instance_config
     std::array<char, 512> buf{};
     wb_status st = WB_ERR_INTERNAL;
     try {
-        st = d->create(&impl_->api, &inst->host_ctx, str(settings), &inst->conn, buf.data(), buf.size());
+        st = d->create(&impl_->api, reinterpret_cast<wb_host*>(&inst->host_ctx), str(settings), &inst->conn, buf.data(), buf.size());
     } catch (...) {
         st = WB_ERR_INTERNAL;
     }
