@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 constexpr auto wait_limit = 5s;
 
 class recording_sink final : public submit_sink {
-public:
+  public:
     void submit(const inbound_submission& s, submit_callback done) override {
         std::lock_guard lk(mu_);
         submissions_.push_back(s);
@@ -51,7 +51,7 @@ public:
         cb(std::move(r));
     }
 
-private:
+  private:
     std::mutex mu_;
     std::condition_variable cv_;
     std::vector<inbound_submission> submissions_;
@@ -60,7 +60,7 @@ private:
 
 // Collects replies and log lines; waits on conditions with a bounded deadline.
 class collector {
-public:
+  public:
     ingest_reply_callback reply_to() {
         return [this](ingest_reply r) {
             std::lock_guard lk(mu_);
@@ -107,7 +107,7 @@ public:
         return out;
     }
 
-private:
+  private:
     std::vector<std::string> messages_locked() {
         std::vector<std::string> out;
         for (const auto& l : lines_) {
@@ -123,7 +123,7 @@ private:
 };
 
 class ConnectorHostTest : public ::testing::Test {
-protected:
+  protected:
     ConnectorHostTest() {
         options_.module_dirs = {WOPBRIDGE_TEST_MODULE_DIR};
         options_.public_url = "https://bridge.example/";
@@ -144,7 +144,8 @@ protected:
         return s;
     }
 
-    static inbound_http_request request(const std::string& target, const std::string& event_id = "evt-1") {
+    static inbound_http_request request(const std::string& target,
+                                        const std::string& event_id = "evt-1") {
         inbound_http_request r;
         r.target = target;
         r.headers = {{"Content-Type", "application/json"}, {"X-Event-Id", event_id}};
@@ -172,7 +173,8 @@ TEST_F(ConnectorHostTest, DrivesTheLifecycleInOrder) {
     ASSERT_TRUE(host_->unsubscribe("echo", "sub-1"));
     ASSERT_TRUE(host_->remove_instance("echo"));
     EXPECT_THAT(out_.lifecycle(),
-                ElementsAre("create", "start", "subscribe sub-1 https://bridge.example/v1/ingest/sub-1",
+                ElementsAre("create", "start",
+                            "subscribe sub-1 https://bridge.example/v1/ingest/sub-1",
                             "unsubscribe sub-1", "stop", "destroy"));
 }
 
@@ -180,7 +182,8 @@ TEST_F(ConnectorHostTest, SubscribeIsIdempotent) {
     add_echo();
     ASSERT_TRUE(host_->subscribe(sub("sub-1")));
     ASSERT_TRUE(host_->subscribe(sub("sub-1")));
-    ASSERT_TRUE(host_->subscribe(sub("sub-1", "echo", R"({"v":2})"))); // changed settings: an update
+    ASSERT_TRUE(
+        host_->subscribe(sub("sub-1", "echo", R"({"v":2})"))); // changed settings: an update
     ASSERT_TRUE(host_->unsubscribe("echo", "unknown"));
     const auto lc = out_.lifecycle();
     EXPECT_EQ(std::count_if(lc.begin(), lc.end(),
@@ -197,7 +200,9 @@ TEST_F(ConnectorHostTest, SubscribeRefusalCarriesTheConnectorsReason) {
     add_echo();
     auto r = host_->subscribe(sub("sub-1", "echo", R"({"refuse":true})"));
     ASSERT_FALSE(r);
-    EXPECT_THAT(r.error().message, HasSubstr("refused subscription sub-1: subscription setting 'refuse' is not allowed"));
+    EXPECT_THAT(
+        r.error().message,
+        HasSubstr("refused subscription sub-1: subscription setting 'refuse' is not allowed"));
     auto unknown = host_->subscribe(sub("sub-2", "nobody"));
     ASSERT_FALSE(unknown);
     EXPECT_THAT(unknown.error().message, HasSubstr("connector instance 'nobody' is not loaded"));
@@ -324,14 +329,17 @@ TEST_F(ConnectorHostTest, ContainsAndCountsExceptionsFromTheModule) {
 TEST_F(ConnectorHostTest, RefusesRejectedConfigAtEachStep) {
     auto validated = host_->add_instance({"echo", "good_echo", R"({"reject":true})"});
     ASSERT_FALSE(validated);
-    EXPECT_THAT(validated.error().message, HasSubstr("good_echo.so: config rejected: setting 'reject'"));
+    EXPECT_THAT(validated.error().message,
+                HasSubstr("good_echo.so: config rejected: setting 'reject'"));
     auto constructed = host_->add_instance({"echo", "good_echo", R"({"throw":true})"});
     ASSERT_FALSE(constructed);
-    EXPECT_THAT(constructed.error().message,
-                HasSubstr("good_echo.so: config rejected: setting 'throw' makes the constructor refuse"));
+    EXPECT_THAT(
+        constructed.error().message,
+        HasSubstr("good_echo.so: config rejected: setting 'throw' makes the constructor refuse"));
     auto rejected = host_->add_instance({"r", "rejects_config", "{}"});
     ASSERT_FALSE(rejected);
-    EXPECT_THAT(rejected.error().message, HasSubstr("rejects_config.so: config rejected: api_key is required"));
+    EXPECT_THAT(rejected.error().message,
+                HasSubstr("rejects_config.so: config rejected: api_key is required"));
     EXPECT_TRUE(host_->instances().empty());
 }
 
@@ -370,7 +378,9 @@ TEST_F(ConnectorHostTest, RunsQueuedTasksAtStopBeforeDestroy) {
     EXPECT_EQ(out_.replies()[0].status, 202);
     ASSERT_TRUE(host_->remove_instance("echo"));
     const auto msgs = out_.messages();
-    const auto pos = [&](const std::string& m) { return std::find(msgs.begin(), msgs.end(), m) - msgs.begin(); };
+    const auto pos = [&](const std::string& m) {
+        return std::find(msgs.begin(), msgs.end(), m) - msgs.begin();
+    };
     EXPECT_LT(pos("lifecycle stop"), pos("task ran"));
     EXPECT_LT(pos("task ran"), pos("lifecycle destroy"));
     EXPECT_LT(pos("lifecycle destroy"), static_cast<long>(msgs.size()));
@@ -389,7 +399,8 @@ TEST_F(ConnectorHostTest, AnswersOpenRequestsWhenTheInstanceStops) {
 TEST_F(ConnectorHostTest, RegistersDiscoveredSubscriptionsThenSubscribesThem) {
     std::vector<discovered_subscription> seen;
     std::mutex mu;
-    options_.register_subscription = [&](const discovered_subscription& d) -> std::optional<std::string> {
+    options_.register_subscription =
+        [&](const discovered_subscription& d) -> std::optional<std::string> {
         std::lock_guard lk(mu);
         seen.push_back(d);
         return std::nullopt;
@@ -400,7 +411,8 @@ TEST_F(ConnectorHostTest, RegistersDiscoveredSubscriptionsThenSubscribesThem) {
     host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?register"), out_.reply_to());
     ASSERT_TRUE(out_.wait_replies(1));
     EXPECT_EQ(out_.replies()[0].body, "register 0 ");
-    ASSERT_TRUE(out_.wait_log("lifecycle subscribe discovered-1 https://bridge.example/v1/ingest/discovered-1"));
+    ASSERT_TRUE(out_.wait_log(
+        "lifecycle subscribe discovered-1 https://bridge.example/v1/ingest/discovered-1"));
     std::lock_guard lk(mu);
     ASSERT_EQ(seen.size(), 1u);
     EXPECT_EQ(seen[0].connector, "echo");
