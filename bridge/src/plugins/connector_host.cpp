@@ -847,6 +847,8 @@ struct connector_host::impl {
             inst.errors++;
             host_log(inst, "error",
                      "in-flight work did not finish by the stop deadline; instance leaked");
+            // Its threads may still run module code: keep the module mapped for the process's life.
+            static_cast<void>(new std::shared_ptr<void>(inst.module.handle));
             return fail(inst, "did not finish in-flight work by the stop deadline");
         }
         try {
@@ -893,6 +895,9 @@ wb_status connector_host::impl::register_subscription(instance& inst,
     instance* ip = &inst;
     sub_entry entry{d.source, d.workflow_id, d.settings_json};
     enqueue(work_item{nullptr, [this, ip, id = d.id, entry] {
+                          if (ip->state.load() != phase::running) {
+                              return; // do not queue behind a stop that waits for the workers
+                          }
                           std::lock_guard control(ip->control_mu);
                           if (ip->state.load() == phase::running) {
                               if (auto r = subscribe_locked(*ip, id, entry); !r) {

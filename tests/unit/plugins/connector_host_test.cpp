@@ -467,6 +467,22 @@ TEST_F(ConnectorHostTest, RefusesAResponseWithAnInjectedHeader) {
     EXPECT_GE(host_->errors("echo"), 1u);
 }
 
+TEST_F(ConnectorHostTest, LeaksRatherThanDestroysAnInstanceWithWorkInFlight) {
+    options_.stop_timeout_ms = 50; // real milliseconds for the drain wait
+    host_ = std::make_unique<connector_host>(options_, sink_, clock_, random_);
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1"), out_.reply_to());
+    ASSERT_TRUE(sink_.wait_for(1)); // never committed
+    auto r = host_->remove_instance("echo");
+    ASSERT_FALSE(r);
+    EXPECT_THAT(r.error().message, HasSubstr("did not finish in-flight work"));
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].status, 503);
+    const auto lc = out_.lifecycle();
+    EXPECT_EQ(std::count(lc.begin(), lc.end(), "destroy"), 0);
+}
+
 TEST_F(ConnectorHostTest, WritesLogLinesAsJson) {
     add_echo();
     bool found = false;
