@@ -280,4 +280,21 @@ std::vector<module_listing> list_modules(const std::vector<std::string>& module_
     return rows;
 }
 
+std::string format_listing(const std::vector<module_listing>& rows) {
+    if (rows.empty()) {
+        return "no connector modules found\n";
+    }
+    std::string out;
+    for (const auto& r : rows) {
+        if (!r.error.empty()) {
+            out += r.name + " BROKEN " + r.error + "\n";
+            continue;
+        }
+        out += r.name + " " + r.version + " " + r.status + " abi " + r.abi + " source " + r.source +
+               " " + r.path + "\n";
+        out += "    security: " + r.security_posture + "\n";
+    }
+    return out;
+}
+
 } // namespace wopbridge

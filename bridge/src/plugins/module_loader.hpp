@@ -77,5 +77,9 @@ struct module_listing {
     std::string error; // empty when the module loads
 };
 std::vector<module_listing> list_modules(const std::vector<std::string>& module_dirs = {});
+// The listing as `wopbridge connectors` prints it: one line per module,
+// "<name> <version> <status> abi <abi> <path>" then an indented "security: ..." line, or
+// "<name> BROKEN <path>: <reason>" for a module that does not load.
+std::string format_listing(const std::vector<module_listing>& rows);
 
 } // namespace wopbridge

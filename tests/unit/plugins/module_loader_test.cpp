@@ -266,6 +266,16 @@ TEST_F(ModuleLoaderTest, ListsModulesWithBrokenOnesAndTheirReasons) {
                                [](const auto& a, const auto& b) { return a.path < b.path; }));
 }
 
+TEST_F(ModuleLoaderTest, FormatsTheListing) {
+    std::vector<module_listing> rows(2);
+    rows[0] = {"good", "1.0.0", "stable", "verifies X", "webhook", "1.0", "/m/good.so", ""};
+    rows[1] = {"bad", "", "", "", "", "", "/m/bad.so", "/m/bad.so: ABI major 2, host supports 1"};
+    EXPECT_EQ(format_listing(rows), "good 1.0.0 stable abi 1.0 source webhook /m/good.so\n"
+                                    "    security: verifies X\n"
+                                    "bad BROKEN /m/bad.so: ABI major 2, host supports 1\n");
+    EXPECT_EQ(format_listing({}), "no connector modules found\n");
+}
+
 TEST_F(ModuleLoaderTest, DefaultModulePathIsNextToTheProgram) {
     const auto dirs = default_module_dirs();
     ASSERT_EQ(dirs.size(), 1u);
