@@ -908,8 +908,7 @@ wb_status connector_host::impl::register_subscription(instance& inst,
     return WB_OK;
 }
 
-// ---- connector_host
-// ------------------------------------------------------------------------------
+// ---- connector_host -----------------------------------------------------------------------------
 
 connector_host::connector_host(connector_host_options options, submit_sink& sink,
                                clock_source& clock, random_source& random)

@@ -115,8 +115,7 @@ inline bool ascii_iequals(std::string_view a, std::string_view b) noexcept {
 
 } // namespace detail
 
-// ---- values handed to the connector (borrowed: valid only during the call)
-// -------------------------
+// ---- values handed to the connector (borrowed: valid only during the call) ----------------------
 
 struct header_view {
     std::string_view name; // lower-case as delivered by the host
@@ -152,8 +151,7 @@ struct subscription_info {
     std::string_view ingest_url;
 };
 
-// ---- values the connector hands to the host (copied by the host)
-// -----------------------------------
+// ---- values the connector hands to the host (copied by the host) --------------------------------
 
 struct inbound_event {
     std::string subscription_id;
@@ -187,8 +185,7 @@ struct subscription_request {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
-// ---- one inbound request awaiting its response
-// ------------------------------------------------------
+// ---- one inbound request awaiting its response --------------------------------------------------
 
 // Move-only. respond() completes the request exactly once; a handle destroyed without a response
 // answers 500 so the provider is never left hanging (and the host logs it).
@@ -259,8 +256,7 @@ class request_handle {
     wb_request_ctx* ctx_ = nullptr;
 };
 
-// ---- the host, as the connector sees it
-// --------------------------------------------------------------
+// ---- the host, as the connector sees it ---------------------------------------------------------
 
 class host {
   public:
@@ -416,8 +412,7 @@ class host {
     wb_host* host_;
 };
 
-// ---- the class a vendor derives from
-// ----------------------------------------------------------------
+// ---- the class a vendor derives from ------------------------------------------------------------
 
 class connector {
   public:

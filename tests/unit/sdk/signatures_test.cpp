@@ -145,8 +145,7 @@ class SignaturesTest : public ::testing::Test {
     }
 };
 
-// ---- primitives
-// -------------------------------------------------------------------------------------
+// ---- primitives ---------------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, HmacSha256MatchesRfc4231Case2) {
     EXPECT_EQ(to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
@@ -233,8 +232,7 @@ TEST_F(SignaturesTest, VerdictNames) {
     EXPECT_EQ(to_string(verdict::bad_secret), "bad_secret");
 }
 
-// ---- vectors
-// ----------------------------------------------------------------------------------------
+// ---- vectors ------------------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, EmbeddedProviderVectors) {
     EXPECT_EQ(check_vectors(embedded_vectors, "embedded"), 7);
@@ -252,8 +250,7 @@ TEST_F(SignaturesTest, SharedVectorFileWhenPresent) {
     EXPECT_GE(check_vectors(text.str(), file.string()), 7);
 }
 
-// ---- OpenWOP v1
-// -------------------------------------------------------------------------------------
+// ---- OpenWOP v1 ---------------------------------------------------------------------------------
 
 constexpr std::string_view ow_secret =
     "f8a3c0ffee00112233445566778899aabbccddeeff00112233445566778899aa";
@@ -286,8 +283,7 @@ TEST_F(SignaturesTest, OpenWopV1Refusals) {
     EXPECT_EQ(verify_openwop_v1("", "1767225600", ow_sig, ow_body, now), verdict::bad_secret);
 }
 
-// ---- Standard Webhooks
-// ------------------------------------------------------------------------------
+// ---- Standard Webhooks --------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, StandardWebhooksSignsTheLibraryVector) {
     EXPECT_EQ(sign_standard_webhooks(sw_secret, sw_id, sw_now, sw_body), std::string(sw_sig));
@@ -385,8 +381,7 @@ TEST_F(SignaturesTest, StandardWebhooksRefusesInvalidWebhookId) {
     EXPECT_EQ(sw(secrets({sw_secret}), bad_id, sw_ts, *sig, sw_body, sw_now), verdict::malformed);
 }
 
-// ---- Slack v0
-// ---------------------------------------------------------------------------------------
+// ---- Slack v0 -----------------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, SlackSignsAndVerifies) {
     const std::string sig = sign_slack_v0(slack_secret, slack_ts, slack_body);
@@ -447,8 +442,7 @@ TEST_F(SignaturesTest, SlackRefusesMalformedHeadersAndBadSecret) {
     EXPECT_EQ(verify_slack_v0({""}, slack_ts, sig, slack_body, slack_now), verdict::bad_secret);
 }
 
-// ---- Twilio
-// -----------------------------------------------------------------------------------------
+// ---- Twilio -------------------------------------------------------------------------------------
 
 const std::vector<std::pair<std::string, std::string>> twilio_params = {
     {"To", "+18005551212"},
