@@ -5,6 +5,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -240,7 +242,10 @@ int compare_numbers(const json::value& a, const json::value& b) noexcept {
 }
 
 // JSON equality: numbers by value (1 == 1.0), objects regardless of key order.
-bool json_equal(const json::value& a, const json::value& b) {
+bool json_equal(const json::value& a, const json::value& b, int depth = 0) {
+    if (depth > 512) {
+        return false; // deeper than any sane document; treat as different rather than recurse on
+    }
     if (is_numeric(a) && is_numeric(b)) {
         return compare_numbers(a, b) == 0;
     }
@@ -261,7 +266,7 @@ bool json_equal(const json::value& a, const json::value& b) {
             return false;
         }
         for (std::size_t i = 0; i < x.size(); ++i) {
-            if (!json_equal(x[i], y[i])) {
+            if (!json_equal(x[i], y[i], depth + 1)) {
                 return false;
             }
         }
@@ -275,7 +280,7 @@ bool json_equal(const json::value& a, const json::value& b) {
         }
         for (const auto& kv : x) {
             auto it = y.find(kv.key());
-            if (it == y.end() || !json_equal(kv.value(), it->value())) {
+            if (it == y.end() || !json_equal(kv.value(), it->value(), depth + 1)) {
                 return false;
             }
         }
@@ -502,6 +507,71 @@ std::optional<bool> check_format(std::string_view format, std::string_view s) {
         return valid_uri_reference(s);
     }
     return std::nullopt;
+}
+
+// ---- regex matching with a bounded stack ---------------------------------------------------------
+//
+// libstdc++'s ECMAScript std::regex matches depth-first, recursing for every NFA state it passes,
+// so stack use grows with subject length times pattern size (measured: ~90 bytes per subject
+// character per pattern character for nested groups; a 24-character pattern overflows an 8 MiB
+// stack at 4000 characters). A hostile schema must not be able to crash the host that way: small
+// matches run inline, larger ones on a short-lived thread with a big (lazily committed) stack, and
+// anything larger than that budget is refused with a `limit` error.
+
+enum class match_result { match, no_match, too_large, failed };
+
+constexpr std::size_t bytes_per_unit = 256;                 // generous: debug builds use more
+constexpr std::size_t inline_stack_budget = 512 * 1024;     // assumed free on any caller's stack
+constexpr std::size_t big_stack_size = 256 * 1024 * 1024;   // virtual; committed as touched
+
+struct search_job {
+    const std::regex* re;
+    std::string_view subject;
+    match_result result = match_result::failed;
+    void operator()() noexcept {
+        try {
+            result = std::regex_search(subject.begin(), subject.end(), *re) ? match_result::match
+                                                                            : match_result::no_match;
+        } catch (...) {
+            result = match_result::failed;
+        }
+    }
+};
+
+void* run_search_job(void* p) {
+    (*static_cast<search_job*>(p))();
+    return nullptr;
+}
+
+match_result safe_search(const std::regex& re, std::size_t pattern_size, std::string_view subject,
+                         std::size_t max_subject) {
+    if (subject.size() > max_subject) {
+        return match_result::too_large;
+    }
+    std::size_t units = (subject.size() + 1) * (pattern_size + 1);
+    search_job job{&re, subject};
+    if (units * bytes_per_unit <= inline_stack_budget) {
+        job();
+        return job.result;
+    }
+    if (units * bytes_per_unit > big_stack_size) {
+        return match_result::too_large;
+    }
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) {
+        return match_result::failed;
+    }
+    pthread_t thread;
+    int rc = pthread_attr_setstacksize(&attr, big_stack_size);
+    if (rc == 0) {
+        rc = pthread_create(&thread, &attr, &run_search_job, &job);
+    }
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        return match_result::failed;
+    }
+    pthread_join(thread, nullptr);
+    return job.result;
 }
 
 } // namespace
@@ -1090,18 +1160,21 @@ private:
             report(schema_error_kind::bad_schema, c.error);
             return -1;
         }
-        if (subject.size() > reg_.limits.max_pattern_subject) {
+        switch (safe_search(*c.re, pattern.size(), subject, reg_.limits.max_pattern_subject)) {
+        case match_result::match:
+            return 1;
+        case match_result::no_match:
+            return 0;
+        case match_result::too_large:
             report(schema_error_kind::limit,
-                   "string longer than " + std::to_string(reg_.limits.max_pattern_subject) +
-                       " bytes is not matched against a pattern");
+                   "string of " + std::to_string(subject.size()) +
+                       " bytes is too long to match against this pattern safely");
             return -1;
+        case match_result::failed:
+            break;
         }
-        try {
-            return std::regex_search(subject.begin(), subject.end(), *c.re) ? 1 : 0;
-        } catch (const std::exception& e) {
-            report(schema_error_kind::limit, std::string("pattern matching failed: ") + e.what());
-            return -1;
-        }
+        report(schema_error_kind::limit, "pattern matching failed (regex engine limit)");
+        return -1;
     }
 
     bool array_keyword(const json::array& arr, const json::object& s, std::string_view k,
@@ -1285,13 +1358,10 @@ private:
                         if (!c.re) {
                             continue; // reported by patternProperties
                         }
-                        try {
-                            if (m.key().size() <= reg_.limits.max_pattern_subject &&
-                                std::regex_search(m.key().begin(), m.key().end(), *c.re)) {
-                                matched = true;
-                                break;
-                            }
-                        } catch (const std::exception&) {
+                        if (safe_search(*c.re, p.key().size(), m.key(),
+                                        reg_.limits.max_pattern_subject) == match_result::match) {
+                            matched = true; // failures were reported by patternProperties
+                            break;
                         }
                     }
                 }

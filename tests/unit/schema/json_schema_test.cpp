@@ -126,6 +126,27 @@ TEST_F(JsonSchemaTest, LongSubjectsAreNotFedToTheRegexEngine) {
     std::string big = "\"" + std::string(100000, 'a') + "\"";
     auto errors = check(R"({"pattern":"(a|b)*c"})", big);
     EXPECT_TRUE(has_kind(errors, schema_error_kind::limit));
+    // Subject x pattern beyond the big-stack budget is refused too.
+    std::string long_pattern = "^(" + std::string(300, 'a') + ")*$";
+    errors = check(R"({"pattern":")" + long_pattern + "\"}", "\"" + std::string(8000, 'a') + "\"");
+    EXPECT_TRUE(has_kind(errors, schema_error_kind::limit));
+}
+
+TEST_F(JsonSchemaTest, DeepRegexRecursionRunsOnABigStack) {
+    // Overflows an 8 MiB stack when matched inline with libstdc++ (measured): must not crash.
+    const char* s = R"({"pattern":"^((((((((((a))))))))))*$"})";
+    std::string subject = "\"" + std::string(6000, 'a') + "\"";
+    EXPECT_TRUE(check(s, subject).empty());
+    subject = "\"" + std::string(6000, 'a') + "b\"";
+    auto errors = check(s, subject);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].kind, schema_error_kind::invalid);
+    // The same through patternProperties / additionalProperties on a long key.
+    std::string key(6000, 'a');
+    auto inst = json::object{{key, 1}};
+    auto pp = json::parse(R"({"patternProperties":{"^((((((((((a))))))))))*$":{"type":"integer"}},
+                              "additionalProperties":false})");
+    EXPECT_TRUE(validate_against(inst, pp).empty());
 }
 
 TEST_F(JsonSchemaTest, NumericBoundsAndMultipleOf) {
