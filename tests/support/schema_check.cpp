@@ -113,8 +113,7 @@ bool schema_check::tolerated(const validation_error& e) {
     }
     return std::any_of(std::begin(absent_upstream), std::end(absent_upstream),
                        [&](std::string_view uri) {
-                           return e.message.find("'" + std::string(uri) + "'") !=
-                                  std::string::npos;
+                           return e.message.find("'" + std::string(uri) + "'") != std::string::npos;
                        });
 }
 
@@ -218,8 +217,7 @@ std::vector<validation_error> schema_check::errors(const json::value& doc, std::
     json::value stripped = doc;
     json::object extensions;
     if (stripped.is_object()) {
-        if (auto* tb = stripped.get_object().if_contains("triggerBridge");
-            tb && tb->is_object()) {
+        if (auto* tb = stripped.get_object().if_contains("triggerBridge"); tb && tb->is_object()) {
             auto& tbo = tb->get_object();
             if (auto* dl = tbo.if_contains("deadLetter")) {
                 extensions["deadLetter"] = *dl;

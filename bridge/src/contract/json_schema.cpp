@@ -221,13 +221,12 @@ int compare_numbers(const json::value& a, const json::value& b) noexcept {
         }
         // At least one is uint64 (which json only uses above INT64_MAX).
         if (a.is_int64()) {
-            return a.get_int64() < 0 ? -1 : (static_cast<std::uint64_t>(a.get_int64()) <
-                                                     b.get_uint64()
-                                                 ? -1
-                                                 : (static_cast<std::uint64_t>(a.get_int64()) ==
-                                                            b.get_uint64()
-                                                        ? 0
-                                                        : 1));
+            return a.get_int64() < 0
+                       ? -1
+                       : (static_cast<std::uint64_t>(a.get_int64()) < b.get_uint64()
+                              ? -1
+                              : (static_cast<std::uint64_t>(a.get_int64()) == b.get_uint64() ? 0
+                                                                                             : 1));
         }
         if (b.is_int64()) {
             return -compare_numbers(b, a);
@@ -328,8 +327,7 @@ void canonical(const json::value& v, std::string& out, int depth) {
         for (const auto& kv : v.get_object()) {
             kvs.push_back(&kv);
         }
-        std::sort(kvs.begin(), kvs.end(),
-                  [](auto* l, auto* r) { return l->key() < r->key(); });
+        std::sort(kvs.begin(), kvs.end(), [](auto* l, auto* r) { return l->key() < r->key(); });
         out += '{';
         for (auto* kv : kvs) {
             out += json::serialize(json::value(kv->key()));
@@ -416,8 +414,8 @@ bool valid_full_time(std::string_view s) {
     int h = 0;
     int mi = 0;
     int sec = 0;
-    if (s.size() < 9 || !digits(s, 0, 2, h) || s[2] != ':' || !digits(s, 3, 2, mi) ||
-        s[5] != ':' || !digits(s, 6, 2, sec)) {
+    if (s.size() < 9 || !digits(s, 0, 2, h) || s[2] != ':' || !digits(s, 3, 2, mi) || s[5] != ':' ||
+        !digits(s, 6, 2, sec)) {
         return false;
     }
     std::size_t i = 8;
@@ -509,7 +507,8 @@ std::optional<bool> check_format(std::string_view format, std::string_view s) {
     return std::nullopt;
 }
 
-// ---- regex matching with a bounded stack ---------------------------------------------------------
+// ---- regex matching with a bounded stack
+// ---------------------------------------------------------
 //
 // libstdc++'s ECMAScript std::regex matches depth-first, recursing for every NFA state it passes,
 // so stack use grows with subject length times pattern size (measured: ~90 bytes per subject
@@ -520,9 +519,9 @@ std::optional<bool> check_format(std::string_view format, std::string_view s) {
 
 enum class match_result { match, no_match, too_large, failed };
 
-constexpr std::size_t bytes_per_unit = 256;                 // generous: debug builds use more
-constexpr std::size_t inline_stack_budget = 512 * 1024;     // assumed free on any caller's stack
-constexpr std::size_t big_stack_size = 256 * 1024 * 1024;   // virtual; committed as touched
+constexpr std::size_t bytes_per_unit = 256;               // generous: debug builds use more
+constexpr std::size_t inline_stack_budget = 512 * 1024;   // assumed free on any caller's stack
+constexpr std::size_t big_stack_size = 256 * 1024 * 1024; // virtual; committed as touched
 
 struct search_job {
     const std::regex* re;
@@ -530,8 +529,9 @@ struct search_job {
     match_result result = match_result::failed;
     void operator()() noexcept {
         try {
-            result = std::regex_search(subject.begin(), subject.end(), *re) ? match_result::match
-                                                                            : match_result::no_match;
+            result = std::regex_search(subject.begin(), subject.end(), *re)
+                         ? match_result::match
+                         : match_result::no_match;
         } catch (...) {
             result = match_result::failed;
         }
@@ -581,7 +581,7 @@ match_result safe_search(const std::regex& re, std::size_t pattern_size, std::st
 struct schema_registry::impl {
     schema_limits limits;
     std::vector<std::unique_ptr<json::value>> documents; // stable addresses
-    std::unordered_map<std::string, location> by_uri;     // resource URIs and "uri#anchor"
+    std::unordered_map<std::string, location> by_uri;    // resource URIs and "uri#anchor"
     std::unordered_map<std::string, location> by_name;
 
     struct compiled_regex {
@@ -599,8 +599,8 @@ struct schema_registry::impl {
         }
         compiled_regex c;
         if (pattern.size() > limits.max_pattern_length) {
-            c.error = "pattern longer than " + std::to_string(limits.max_pattern_length) +
-                      " characters";
+            c.error =
+                "pattern longer than " + std::to_string(limits.max_pattern_length) + " characters";
         } else {
             try {
                 c.re = std::make_shared<const std::regex>(pattern, std::regex::ECMAScript);
@@ -652,8 +652,7 @@ struct schema_registry::impl {
     // Resolves an absolute URI with optional fragment to a schema location.
     // Returns nullopt with `why` set; `unresolved` tells a missing document from a bad fragment.
     std::optional<location> lookup(const std::unordered_map<std::string, location>& map,
-                                   std::string_view uri, std::string& why,
-                                   bool& unresolved) const {
+                                   std::string_view uri, std::string& why, bool& unresolved) const {
         auto [doc, fragment_raw] = split_fragment(uri);
         auto it = map.find(doc);
         if (it == map.end()) {
@@ -694,9 +693,10 @@ struct schema_registry::impl {
                 }
             } else if (loc.node->is_array()) {
                 const auto& arr = loc.node->get_array();
-                bool ok = !t.empty() && t.size() < 19 &&
-                          std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-                          (t.size() == 1 || t[0] != '0');
+                bool ok =
+                    !t.empty() && t.size() < 19 &&
+                    std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+                    (t.size() == 1 || t[0] != '0');
                 if (ok) {
                     auto idx = std::stoull(t);
                     if (idx < arr.size()) {
@@ -1026,20 +1026,20 @@ private:
             }
         }
         if (k == "anyOf") {
-            report(schema_error_kind::invalid, "value matches none of the " +
-                                                   std::to_string(arr.size()) + " anyOf schemas");
+            report(schema_error_kind::invalid,
+                   "value matches none of the " + std::to_string(arr.size()) + " anyOf schemas");
             return false;
         }
         if (passed == 1) {
             return true;
         }
         if (passed == 0) {
-            report(schema_error_kind::invalid, "value matches none of the " +
-                                                   std::to_string(arr.size()) + " oneOf schemas");
-        } else {
             report(schema_error_kind::invalid,
-                   "value matches more than one oneOf schema (" + std::to_string(first_passed) +
-                       " and " + std::to_string(second_passed) + ")");
+                   "value matches none of the " + std::to_string(arr.size()) + " oneOf schemas");
+        } else {
+            report(schema_error_kind::invalid, "value matches more than one oneOf schema (" +
+                                                   std::to_string(first_passed) + " and " +
+                                                   std::to_string(second_passed) + ")");
         }
         return false;
     }
@@ -1087,10 +1087,11 @@ private:
             bool ok = false;
             if ((inst.is_int64() || inst.is_uint64()) && (v.is_int64() || v.is_uint64())) {
                 auto d = v.is_int64() ? static_cast<std::uint64_t>(v.get_int64()) : v.get_uint64();
-                auto x = inst.is_int64() ? (inst.get_int64() < 0
-                                                ? static_cast<std::uint64_t>(-(inst.get_int64() + 1)) + 1
-                                                : static_cast<std::uint64_t>(inst.get_int64()))
-                                         : inst.get_uint64();
+                auto x = inst.is_int64()
+                             ? (inst.get_int64() < 0
+                                    ? static_cast<std::uint64_t>(-(inst.get_int64() + 1)) + 1
+                                    : static_cast<std::uint64_t>(inst.get_int64()))
+                             : inst.get_uint64();
                 ok = x % d == 0;
             } else {
                 double q = as_double(inst) / as_double(v);
@@ -1117,9 +1118,9 @@ private:
             auto len = code_points(str);
             bool ok = k == "minLength" ? len >= *n : len <= *n;
             if (!ok) {
-                report(schema_error_kind::invalid,
-                       std::string("string length ") + std::to_string(len) + " violates " +
-                           std::string(k) + " " + std::to_string(*n));
+                report(schema_error_kind::invalid, std::string("string length ") +
+                                                       std::to_string(len) + " violates " +
+                                                       std::string(k) + " " + std::to_string(*n));
             }
             return ok;
         }
@@ -1187,8 +1188,8 @@ private:
             bool ok = k == "minItems" ? arr.size() >= *n : arr.size() <= *n;
             if (!ok) {
                 report(schema_error_kind::invalid, "array has " + std::to_string(arr.size()) +
-                                                       " items, violating " + std::string(k) +
-                                                       " " + std::to_string(*n));
+                                                       " items, violating " + std::string(k) + " " +
+                                                       std::to_string(*n));
             }
             return ok;
         }
@@ -1205,9 +1206,9 @@ private:
                 canonical(arr[i], key, 0);
                 auto [it, inserted] = seen.emplace(std::move(key), i);
                 if (!inserted) {
-                    report(schema_error_kind::invalid,
-                           "items " + std::to_string(it->second) + " and " + std::to_string(i) +
-                               " are equal (uniqueItems)");
+                    report(schema_error_kind::invalid, "items " + std::to_string(it->second) +
+                                                           " and " + std::to_string(i) +
+                                                           " are equal (uniqueItems)");
                     return false;
                 }
             }
@@ -1266,15 +1267,15 @@ private:
                 keep_hard_errors(branch);
             }
             if (count < *min_c) {
-                report(schema_error_kind::invalid,
-                       "array contains " + std::to_string(count) +
-                           " matching items, fewer than " + std::to_string(*min_c));
+                report(schema_error_kind::invalid, "array contains " + std::to_string(count) +
+                                                       " matching items, fewer than " +
+                                                       std::to_string(*min_c));
                 return false;
             }
             if (max_c && count > *max_c) {
-                report(schema_error_kind::invalid,
-                       "array contains " + std::to_string(count) +
-                           " matching items, more than maxContains " + std::to_string(*max_c));
+                report(schema_error_kind::invalid, "array contains " + std::to_string(count) +
+                                                       " matching items, more than maxContains " +
+                                                       std::to_string(*max_c));
                 return false;
             }
             return true;
@@ -1294,8 +1295,8 @@ private:
                     return bad("required must be an array of strings");
                 }
                 if (!obj.contains(name.get_string())) {
-                    report(schema_error_kind::invalid, "missing required property '" +
-                                                           std::string(name.get_string()) + "'");
+                    report(schema_error_kind::invalid,
+                           "missing required property '" + std::string(name.get_string()) + "'");
                     ok = false;
                 }
             }
@@ -1465,10 +1466,9 @@ result<void> schema_registry::add(json::value document, std::string name) {
     if (!name.empty() && impl_->by_name.count(name) != 0) {
         return make_error_code(errc::already_exists);
     }
-    std::string retrieval = std::string(synthetic_base) +
-                            (name.empty() ? "doc-" + std::to_string(impl_->documents.size()) +
-                                                ".json"
-                                          : name);
+    std::string retrieval =
+        std::string(synthetic_base) +
+        (name.empty() ? "doc-" + std::to_string(impl_->documents.size()) + ".json" : name);
     // The retrieval URI must itself parse, or relative resolution against it fails later.
     if (!boost::urls::parse_uri(retrieval)) {
         return make_error_code(errc::invalid_argument);
@@ -1554,8 +1554,8 @@ namespace {
 
 // Turns a validate() reference into an absolute URI: a registered name maps to its document's
 // base; anything else must already be an absolute URI.
-std::optional<std::pair<location, std::string>>
-entry_point(const schema_registry::impl& reg, std::string_view ref) {
+std::optional<std::pair<location, std::string>> entry_point(const schema_registry::impl& reg,
+                                                            std::string_view ref) {
     auto [doc, fragment] = split_fragment(ref);
     if (auto it = reg.by_name.find(doc); it != reg.by_name.end()) {
         return std::pair{it->second, fragment};
@@ -1570,8 +1570,7 @@ bool schema_registry::contains(std::string_view ref) const {
     bool unresolved = false;
     if (auto named = entry_point(*impl_, ref)) {
         std::string uri = impl::base_of(named->first);
-        return impl_->lookup(impl_->by_uri, uri + "#" + named->second, why, unresolved)
-            .has_value();
+        return impl_->lookup(impl_->by_uri, uri + "#" + named->second, why, unresolved).has_value();
     }
     return impl_->lookup(impl_->by_uri, ref, why, unresolved).has_value();
 }
@@ -1589,9 +1588,9 @@ std::vector<validation_error> schema_registry::validate(const json::value& insta
         start = impl_->lookup(impl_->by_uri, ref, why, unresolved);
     }
     if (!start) {
-        errors.push_back({"", "", "cannot resolve schema '" + std::string(ref) + "': " + why,
-                          unresolved ? schema_error_kind::unresolved_ref
-                                     : schema_error_kind::bad_schema});
+        errors.push_back(
+            {"", "", "cannot resolve schema '" + std::string(ref) + "': " + why,
+             unresolved ? schema_error_kind::unresolved_ref : schema_error_kind::bad_schema});
         return errors;
     }
     try {
@@ -1599,8 +1598,8 @@ std::vector<validation_error> schema_registry::validate(const json::value& insta
         ev.eval(instance, *start, 0);
     } catch (const std::exception& e) {
         // Only allocation failures can get here; never let them escape into a caller.
-        errors.push_back({"", "", std::string("validation aborted: ") + e.what(),
-                          schema_error_kind::limit});
+        errors.push_back(
+            {"", "", std::string("validation aborted: ") + e.what(), schema_error_kind::limit});
     }
     return errors;
 }

@@ -21,31 +21,73 @@ protected:
 
     json::value scalar() {
         switch (pick(9)) {
-        case 0: return nullptr;
-        case 1: return pick(2) == 0;
-        case 2: return pick(7) - 3;
-        case 3: return static_cast<double>(pick(100)) / 7.0 - 5;
-        case 4: return json::string(std::string(static_cast<std::size_t>(pick(6)), 'a'));
-        case 5: return "#/$defs/a";
-        case 6: return "(";
-        case 7: return -1e300;
-        default: return "date-time";
+        case 0:
+            return nullptr;
+        case 1:
+            return pick(2) == 0;
+        case 2:
+            return pick(7) - 3;
+        case 3:
+            return static_cast<double>(pick(100)) / 7.0 - 5;
+        case 4:
+            return json::string(std::string(static_cast<std::size_t>(pick(6)), 'a'));
+        case 5:
+            return "#/$defs/a";
+        case 6:
+            return "(";
+        case 7:
+            return -1e300;
+        default:
+            return "date-time";
         }
     }
 
     json::value schema(int depth) {
         static const char* const keywords[] = {
-            "type", "enum", "const", "properties", "required", "additionalProperties",
-            "patternProperties", "items", "prefixItems", "minItems", "maxItems", "uniqueItems",
-            "contains", "minContains", "maxContains", "minLength", "maxLength", "pattern",
-            "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "allOf",
-            "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
-            "propertyNames", "minProperties", "maxProperties", "$ref", "$defs", "$id", "$anchor",
+            "type",
+            "enum",
+            "const",
+            "properties",
+            "required",
+            "additionalProperties",
+            "patternProperties",
+            "items",
+            "prefixItems",
+            "minItems",
+            "maxItems",
+            "uniqueItems",
+            "contains",
+            "minContains",
+            "maxContains",
+            "minLength",
+            "maxLength",
+            "pattern",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "not",
+            "if",
+            "then",
+            "else",
+            "dependentRequired",
+            "dependentSchemas",
+            "propertyNames",
+            "minProperties",
+            "maxProperties",
+            "$ref",
+            "$defs",
+            "$id",
+            "$anchor",
             "format",
         };
         static const char* const refs[] = {
-            "#", "#/$defs/a", "#/$defs/b", "#/properties/a", "#a", "other.json", "#/$defs/a~2",
-            "%%", "#/allOf/0", "http://[x", "urn:x#/y",
+            "#",           "#/$defs/a", "#/$defs/b", "#/properties/a", "#a",       "other.json",
+            "#/$defs/a~2", "%%",        "#/allOf/0", "http://[x",      "urn:x#/y",
         };
         if (depth > 4 || pick(5) == 0) {
             return pick(3) == 0 ? json::value(pick(2) == 0) : scalar();
@@ -56,8 +98,12 @@ protected:
             const char* k = keywords[pick(static_cast<int>(std::size(keywords)))];
             json::value v;
             switch (pick(5)) {
-            case 0: v = scalar(); break;
-            case 1: v = schema(depth + 1); break;
+            case 0:
+                v = scalar();
+                break;
+            case 1:
+                v = schema(depth + 1);
+                break;
             case 2: {
                 json::array a;
                 for (int j = pick(3); j >= 0; --j) {
@@ -73,7 +119,9 @@ protected:
                 v = std::move(m);
                 break;
             }
-            default: v = refs[pick(static_cast<int>(std::size(refs)))]; break;
+            default:
+                v = refs[pick(static_cast<int>(std::size(refs)))];
+                break;
             }
             o[k] = std::move(v);
         }

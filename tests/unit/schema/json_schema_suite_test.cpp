@@ -28,13 +28,13 @@ const fs::path suite_root = "/usr/share/json-schema-test-suite/tests";
 
 // Files for the implemented keywords (missing files are ignored: the 2020-12 layout renames a few).
 const char* const keyword_files[] = {
-    "additionalProperties.json", "allOf.json", "anyOf.json", "boolean_schema.json",
-    "const.json", "contains.json", "default.json", "enum.json", "exclusiveMaximum.json",
-    "exclusiveMinimum.json", "if-then-else.json", "items.json", "maxItems.json",
-    "maxLength.json", "maxProperties.json", "maximum.json", "minItems.json", "minLength.json",
-    "minProperties.json", "minimum.json", "multipleOf.json", "not.json", "oneOf.json",
-    "pattern.json", "patternProperties.json", "properties.json", "propertyNames.json",
-    "ref.json", "required.json", "type.json", "uniqueItems.json",
+    "additionalProperties.json", "allOf.json", "anyOf.json", "boolean_schema.json", "const.json",
+    "contains.json", "default.json", "enum.json", "exclusiveMaximum.json", "exclusiveMinimum.json",
+    "if-then-else.json", "items.json", "maxItems.json", "maxLength.json", "maxProperties.json",
+    "maximum.json", "minItems.json", "minLength.json", "minProperties.json", "minimum.json",
+    "multipleOf.json", "not.json", "oneOf.json", "pattern.json", "patternProperties.json",
+    "properties.json", "propertyNames.json", "ref.json", "required.json", "type.json",
+    "uniqueItems.json",
     // 2020-12 only (absent from the draft7 directory):
     "prefixItems.json", "dependentRequired.json", "dependentSchemas.json", "minContains.json",
     "maxContains.json", "anchor.json", "defs.json",
@@ -116,11 +116,11 @@ TEST_F(JsonSchemaSuiteTest, OfficialSuiteCasesPass) {
                 }
                 auto errors = validate_against(t.at("data"), g.at("schema"));
                 bool valid = !has_errors(errors);
-                bool hard = has_errors(errors) && std::any_of(errors.begin(), errors.end(),
-                                                              [](const validation_error& e) {
-                                                                  return e.kind !=
-                                                                         schema_error_kind::invalid;
-                                                              });
+                bool hard =
+                    has_errors(errors) &&
+                    std::any_of(errors.begin(), errors.end(), [](const validation_error& e) {
+                        return e.kind != schema_error_kind::invalid;
+                    });
                 bool expected = t.at("valid").as_bool();
                 if (valid == expected && !hard) {
                     ++passed;
@@ -136,9 +136,8 @@ TEST_F(JsonSchemaSuiteTest, OfficialSuiteCasesPass) {
     for (const auto& s : skipped) {
         EXPECT_TRUE(used_skips.count(s) != 0) << "stale skip-list entry: " << s;
     }
-    std::cout << "[ suite    ] " << dir.filename().string() << ": " << files << " files, "
-              << passed << " passed, " << failed << " failed, " << skipped_cases
-              << " skipped\n";
+    std::cout << "[ suite    ] " << dir.filename().string() << ": " << files << " files, " << passed
+              << " passed, " << failed << " failed, " << skipped_cases << " skipped\n";
     RecordProperty("suite_passed", passed);
     RecordProperty("suite_skipped", skipped_cases);
     EXPECT_GT(passed, 300);

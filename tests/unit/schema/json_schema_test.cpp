@@ -170,7 +170,8 @@ TEST_F(JsonSchemaTest, CombinatorsAndConditionals) {
     EXPECT_TRUE(valid(R"({"oneOf":[{"type":"integer"},{"minimum":2}]})", "1"));
     EXPECT_FALSE(valid(R"({"not":{"type":"null"}})", "null"));
     const char* cond = R"({"if":{"properties":{"source":{"const":"webhook"}}},
-                           "then":{"required":["webhook"]},"else":{"not":{"required":["webhook"]}}})";
+                           "then":{"required":["webhook"]},
+                           "else":{"not":{"required":["webhook"]}}})";
     EXPECT_TRUE(valid(cond, R"({"source":"webhook","webhook":{}})"));
     EXPECT_FALSE(valid(cond, R"({"source":"webhook"})"));
     EXPECT_FALSE(valid(cond, R"({"source":"email","webhook":{}})"));
@@ -180,7 +181,8 @@ TEST_F(JsonSchemaTest, CombinatorsAndConditionals) {
 }
 
 TEST_F(JsonSchemaTest, DependentRequiredAndPropertyCounts) {
-    const char* s = R"({"dependentRequired":{"webhookId":["secretFingerprint"]},"maxProperties":2})";
+    const char* s =
+        R"({"dependentRequired":{"webhookId":["secretFingerprint"]},"maxProperties":2})";
     EXPECT_TRUE(valid(s, R"({"webhookId":"w","secretFingerprint":"f"})"));
     EXPECT_FALSE(valid(s, R"({"webhookId":"w"})"));
     EXPECT_TRUE(valid(s, R"({"other":1})"));
@@ -248,9 +250,11 @@ TEST_F(JsonSchemaTest, AnchorsAndEmbeddedIds) {
 TEST_F(JsonSchemaTest, CrossDocumentRefsResolveAgainstTheReferringBase) {
     schema_registry reg;
     ASSERT_TRUE(reg.add(json::parse(R"({"$id":"https://openwop.dev/spec/v1/payloads.json",
-        "$defs":{"x":{"type":"object","required":["id"]}}})"), "payloads.json"));
+        "$defs":{"x":{"type":"object","required":["id"]}}})"),
+                        "payloads.json"));
     ASSERT_TRUE(reg.add(json::parse(R"({"$id":"https://openwop.dev/spec/v1/page.json",
-        "properties":{"item":{"$ref":"payloads.json#/$defs/x"}}})"), "page.json"));
+        "properties":{"item":{"$ref":"payloads.json#/$defs/x"}}})"),
+                        "page.json"));
     EXPECT_TRUE(reg.validate(json::parse(R"({"item":{"id":1}})"), "page.json").empty());
     auto errors = reg.validate(json::parse(R"({"item":{}})"), "page.json");
     ASSERT_EQ(errors.size(), 1u);
@@ -265,7 +269,8 @@ TEST_F(JsonSchemaTest, CrossDocumentRefsResolveAgainstTheReferringBase) {
 
 TEST_F(JsonSchemaTest, DocumentsWithoutIdResolveByFileName) {
     schema_registry reg;
-    ASSERT_TRUE(reg.add(json::parse(R"({"$defs":{"e":{"type":"string"}}})"), "wopbridge/common.json"));
+    ASSERT_TRUE(
+        reg.add(json::parse(R"({"$defs":{"e":{"type":"string"}}})"), "wopbridge/common.json"));
     ASSERT_TRUE(reg.add(json::parse(R"({"$ref":"common.json#/$defs/e"})"), "wopbridge/user.json"));
     EXPECT_TRUE(reg.validate(json::parse(R"("s")"), "wopbridge/user.json").empty());
     EXPECT_FALSE(reg.validate(json::parse("1"), "wopbridge/user.json").empty());
@@ -293,22 +298,39 @@ TEST_F(JsonSchemaTest, RecursiveRefsStopAtTheDepthLimit) {
     auto errors = check(R"({"$ref":"#"})", "1");
     EXPECT_TRUE(has_kind(errors, schema_error_kind::limit));
     errors = check(R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}},
-                       "$ref":"#/$defs/a"})", "1");
+                       "$ref":"#/$defs/a"})",
+                   "1");
     EXPECT_TRUE(has_kind(errors, schema_error_kind::limit));
     // Legitimate recursion over a finite instance is fine.
-    const char* tree = R"({"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}}})";
+    const char* tree =
+        R"({"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}}})";
     EXPECT_TRUE(valid(tree, R"({"kids":[{"kids":[{}]},{}]})"));
     EXPECT_FALSE(valid(tree, R"({"kids":[{"kids":[1]}]})"));
 }
 
 TEST_F(JsonSchemaTest, MalformedSchemasYieldErrorsNotCrashes) {
     const char* hostile[] = {
-        R"({"type":"strnig"})", R"({"type":7})", R"({"enum":"x"})", R"({"required":"a"})",
-        R"({"required":[1]})", R"({"properties":[]})", R"({"properties":{"a":3}})",
-        R"({"minLength":-1})", R"({"maxItems":"2"})", R"({"allOf":[]})", R"({"anyOf":{}})",
-        R"({"$ref":7})", R"({"$ref":"http://[bad"})", R"({"$ref":"#/a~2"})", R"({"$id":5})",
-        R"({"minimum":"0"})", R"({"dependentRequired":{"a":"b"}})", R"({"pattern":5})",
-        R"({"$ref":"#%zz"})", R"({"prefixItems":{}})", R"({"if":3,"then":4})",
+        R"({"type":"strnig"})",
+        R"({"type":7})",
+        R"({"enum":"x"})",
+        R"({"required":"a"})",
+        R"({"required":[1]})",
+        R"({"properties":[]})",
+        R"({"properties":{"a":3}})",
+        R"({"minLength":-1})",
+        R"({"maxItems":"2"})",
+        R"({"allOf":[]})",
+        R"({"anyOf":{}})",
+        R"({"$ref":7})",
+        R"({"$ref":"http://[bad"})",
+        R"({"$ref":"#/a~2"})",
+        R"({"$id":5})",
+        R"({"minimum":"0"})",
+        R"({"dependentRequired":{"a":"b"}})",
+        R"({"pattern":5})",
+        R"({"$ref":"#%zz"})",
+        R"({"prefixItems":{}})",
+        R"({"if":3,"then":4})",
     };
     for (const char* s : hostile) {
         EXPECT_TRUE(has_kind(check(s, "{\"a\":\"x\"}"), schema_error_kind::bad_schema) ||
@@ -335,8 +357,8 @@ TEST_F(JsonSchemaTest, DeeplyNestedInstanceIsBounded) {
         cur->as_array().push_back(json::array());
         cur = &cur->as_array().back();
     }
-    auto errors = check(R"({"$defs":{"n":{"items":{"$ref":"#/$defs/n"}}},"$ref":"#/$defs/n"})",
-                        "[[[]]]");
+    auto errors =
+        check(R"({"$defs":{"n":{"items":{"$ref":"#/$defs/n"}}},"$ref":"#/$defs/n"})", "[[[]]]");
     EXPECT_TRUE(errors.empty());
     errors = validate_against(v, json::parse(R"({"$defs":{"n":{"items":{"$ref":"#/$defs/n"}}},
                                                  "$ref":"#/$defs/n"})"));
@@ -347,9 +369,12 @@ TEST_F(JsonSchemaTest, MessagesNeverQuoteInstanceValues) {
     const char* secret = "whsec_c2VjcmV0LXZhbHVlLWRvLW5vdC1sb2c=";
     std::string inst = std::string(R"({"k":")") + secret + "\"}";
     const char* schemas[] = {
-        R"({"properties":{"k":{"maxLength":3}}})", R"({"properties":{"k":{"pattern":"^x$"}}})",
-        R"({"properties":{"k":{"enum":["a"]}}})", R"({"properties":{"k":{"const":"a"}}})",
-        R"({"properties":{"k":{"format":"date-time"}}})", R"({"properties":{"k":{"type":"integer"}}})",
+        R"({"properties":{"k":{"maxLength":3}}})",
+        R"({"properties":{"k":{"pattern":"^x$"}}})",
+        R"({"properties":{"k":{"enum":["a"]}}})",
+        R"({"properties":{"k":{"const":"a"}}})",
+        R"({"properties":{"k":{"format":"date-time"}}})",
+        R"({"properties":{"k":{"type":"integer"}}})",
         R"({"additionalProperties":false})",
     };
     for (const char* s : schemas) {

@@ -237,7 +237,8 @@ TEST_F(WireShapesTest, RunEventDocIsValid) {
     e.as_object()["sequence"] = 1;
     e.as_object()["causationId"] = "evt_01HZY3M1";
     EXPECT_TRUE(expect_valid(e, "run-event.schema.json"));
-    EXPECT_TRUE(expect_valid(e.as_object()["payload"], std::string(payloads) + "#/$defs/runStarted"));
+    EXPECT_TRUE(
+        expect_valid(e.as_object()["payload"], std::string(payloads) + "#/$defs/runStarted"));
 }
 
 TEST_F(WireShapesTest, RunEventDocIsClosed) {
@@ -305,8 +306,8 @@ TEST_F(WireShapesTest, DiscoveryExtensionsNeedTheExtensionSchema) {
     auto d = discovery_with_extensions();
     // The saved schema predates RFC 0230/0232 and closes triggerBridge: it refuses both keys...
     EXPECT_TRUE(expect_invalid(d, "capabilities.schema.json", "/triggerBridge/deadLetter"));
-    EXPECT_TRUE(expect_invalid(d, "capabilities.schema.json",
-                               "/triggerBridge/ingestion/inboundSigning"));
+    EXPECT_TRUE(
+        expect_invalid(d, "capabilities.schema.json", "/triggerBridge/ingestion/inboundSigning"));
     // ...and the helper allows exactly those two, checked against the extension schema.
     EXPECT_TRUE(expect_valid_capabilities(d));
     auto bad = d;
@@ -337,12 +338,14 @@ TEST_F(WireShapesTest, DiscoveryRejectsMissingLimitsAndBadBlocks) {
 
 TEST_F(WireShapesTest, ErrorEnvelopeIsClosed) {
     const char* ref = "wopbridge/error-envelope.schema.json";
-    EXPECT_TRUE(expect_valid(R"({"error":"signature_invalid","message":"signature refused"})", ref));
+    EXPECT_TRUE(
+        expect_valid(R"({"error":"signature_invalid","message":"signature refused"})", ref));
     EXPECT_TRUE(expect_valid(
         R"({"error":"rate_limited","message":"slow down","details":{"retryAfter":3}})", ref));
     EXPECT_TRUE(expect_invalid(json::parse(R"({"error":"not_found","message":"m","runId":"r"})"),
                                ref, "/runId"));
-    EXPECT_TRUE(expect_invalid(json::parse(R"({"error":"Not Found","message":"m"})"), ref, "/error"));
+    EXPECT_TRUE(
+        expect_invalid(json::parse(R"({"error":"Not Found","message":"m"})"), ref, "/error"));
     EXPECT_TRUE(expect_invalid(json::parse(R"({"error":"not_found"})"), ref));
     EXPECT_TRUE(expect_invalid(json::parse(R"({"error":"x","message":"m","details":[]})"), ref,
                                "/details"));
@@ -356,8 +359,8 @@ TEST_F(WireShapesTest, IngestResponses) {
     EXPECT_TRUE(expect_invalid(json::parse(R"({"outcome":"duplicate","runId":"run_1"})"),
                                std::string(ref) + "#/$defs/accepted", "/outcome"));
     EXPECT_TRUE(expect_invalid(json::parse(R"({"outcome":"delivered"})"), ref));
-    EXPECT_TRUE(expect_invalid(
-        json::parse(R"({"outcome":"delivered","runId":"r","body":"x"})"), ref));
+    EXPECT_TRUE(
+        expect_invalid(json::parse(R"({"outcome":"delivered","runId":"r","body":"x"})"), ref));
 }
 
 TEST_F(WireShapesTest, RegistrationResponse) {
@@ -388,13 +391,16 @@ TEST_F(WireShapesTest, DeliveriesPage) {
         "dedupKey":"dk_1","status":"in_flight","attempts":1,"runId":"run_1",
         "receivedAt":"2026-11-30T05:44:31Z","updatedAt":"2026-11-30T05:44:32Z",
         "dueAt":"2026-11-30T05:45:32Z","lastError":"run host answered 503"}],
-        "nextCursor":"c1"})", ref));
+        "nextCursor":"c1"})",
+                             ref));
     EXPECT_TRUE(expect_invalid(json::parse(R"({"deliveries":[{"deliveryId":"dlv_1",
         "subscriptionId":"sub_1","status":"done","attempts":1,
-        "receivedAt":"2026-11-30T05:44:31Z"}]})"), ref, "/deliveries/0/status"));
+        "receivedAt":"2026-11-30T05:44:31Z"}]})"),
+                               ref, "/deliveries/0/status"));
     EXPECT_TRUE(expect_invalid(json::parse(R"({"deliveries":[{"deliveryId":"dlv_1",
         "subscriptionId":"sub_1","status":"pending","attempts":0,
-        "receivedAt":"2026-11-30T05:44:31Z","body":"{}"}]})"), ref, "/deliveries/0/body"));
+        "receivedAt":"2026-11-30T05:44:31Z","body":"{}"}]})"),
+                               ref, "/deliveries/0/body"));
 }
 
 // ---- v2 in-run and outbound shapes --------------------------------------------------------------
