@@ -211,33 +211,31 @@ bool is_integral(const json::value& v) noexcept {
     return false;
 }
 
+template <class T>
+int three_way(T x, T y) noexcept {
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
 // -1, 0, 1; exact for two integers, through double otherwise.
 int compare_numbers(const json::value& a, const json::value& b) noexcept {
-    if ((a.is_int64() || a.is_uint64()) && (b.is_int64() || b.is_uint64())) {
-        if (a.is_int64() && b.is_int64()) {
-            auto x = a.get_int64();
-            auto y = b.get_int64();
-            return x < y ? -1 : (x > y ? 1 : 0);
-        }
-        // At least one is uint64 (which json only uses above INT64_MAX).
-        if (a.is_int64()) {
-            return a.get_int64() < 0
-                       ? -1
-                       : (static_cast<std::uint64_t>(a.get_int64()) < b.get_uint64()
-                              ? -1
-                              : (static_cast<std::uint64_t>(a.get_int64()) == b.get_uint64() ? 0
-                                                                                             : 1));
-        }
-        if (b.is_int64()) {
-            return -compare_numbers(b, a);
-        }
-        auto x = a.get_uint64();
-        auto y = b.get_uint64();
-        return x < y ? -1 : (x > y ? 1 : 0);
+    bool a_int = a.is_int64() || a.is_uint64();
+    bool b_int = b.is_int64() || b.is_uint64();
+    if (!a_int || !b_int) {
+        return three_way(as_double(a), as_double(b));
     }
-    double x = as_double(a);
-    double y = as_double(b);
-    return x < y ? -1 : (x > y ? 1 : 0);
+    if (a.is_int64() && b.is_int64()) {
+        return three_way(a.get_int64(), b.get_int64());
+    }
+    // At least one is uint64, which Boost.JSON only uses above INT64_MAX.
+    if (a.is_int64() && a.get_int64() < 0) {
+        return -1;
+    }
+    if (b.is_int64() && b.get_int64() < 0) {
+        return 1;
+    }
+    auto x = a.is_int64() ? static_cast<std::uint64_t>(a.get_int64()) : a.get_uint64();
+    auto y = b.is_int64() ? static_cast<std::uint64_t>(b.get_int64()) : b.get_uint64();
+    return three_way(x, y);
 }
 
 // JSON equality: numbers by value (1 == 1.0), objects regardless of key order.
@@ -1096,8 +1094,9 @@ private:
             } else {
                 double q = as_double(inst) / as_double(v);
                 if (std::isfinite(q)) {
-                    double r = std::round(q);
-                    ok = std::fabs(q - r) <= 1e-9 * std::max(1.0, std::fabs(r));
+                    // Decimal fractions are inexact in binary (19.99 / 0.01 is 1998.9999...):
+                    // allow the rounding error of the division, relative for large quotients.
+                    ok = std::fabs(q - std::round(q)) <= std::max(1e-9, std::fabs(q) * 1e-12);
                 }
             }
             if (!ok) {
