@@ -1465,9 +1465,13 @@ result<void> schema_registry::add(json::value document, std::string name) {
     if (!name.empty() && impl_->by_name.count(name) != 0) {
         return make_error_code(errc::already_exists);
     }
+    // An absolute-URI name is the document's retrieval URI (e.g. a well-known remote).
     std::string retrieval =
-        std::string(synthetic_base) +
-        (name.empty() ? "doc-" + std::to_string(impl_->documents.size()) + ".json" : name);
+        boost::urls::parse_uri(name)
+            ? split_fragment(name).first
+            : std::string(synthetic_base) +
+                  (name.empty() ? "doc-" + std::to_string(impl_->documents.size()) + ".json"
+                                : name);
     // The retrieval URI must itself parse, or relative resolution against it fails later.
     if (!boost::urls::parse_uri(retrieval)) {
         return make_error_code(errc::invalid_argument);

@@ -87,7 +87,8 @@ public:
     // Adds a document (an object or a boolean). `name` (e.g. "v2/trigger-event.schema.json") is a
     // lookup key for validate() and, when the document has no `$id`, also its base URI (as
     // "https://wopbridge.invalid/<name>"), so relative $refs between un-id'd documents resolve by
-    // file name. Fails with invalid_argument for a non-schema value or an unusable `$id`, and
+    // file name. A name that is an absolute URI is the base URI itself (a document preloaded
+    // under a remote address: the registry never fetches). Fails with invalid_argument for a non-schema value or an unusable `$id`, and
     // already_exists when the name or the base URI is taken.
     result<void> add(boost::json::value document, std::string name = {});
 
