@@ -735,11 +735,19 @@ public:
         : reg_(reg), out_(&out) {}
 
     bool eval(const json::value& inst, const location& at, int depth) {
-        if (depth > reg_.limits.max_depth) {
-            report(schema_error_kind::limit, "schema nesting deeper than " +
-                                                 std::to_string(reg_.limits.max_depth) +
-                                                 " (a recursive $ref?)");
+        // Once a limit is hit the outcome is a `limit` error whatever else happens: stop all
+        // work. The work budget exists because branching $ref cycles (anyOf of two refs back to
+        // itself) are exponential within any depth limit.
+        if (exhausted_) {
             return false;
+        }
+        if (++steps_ > reg_.limits.max_evaluations) {
+            return stop("validation stopped after " +
+                        std::to_string(reg_.limits.max_evaluations) + " subschema evaluations");
+        }
+        if (depth > reg_.limits.max_depth) {
+            return stop("schema nesting deeper than " + std::to_string(reg_.limits.max_depth) +
+                        " (a recursive $ref?)");
         }
         const json::value& schema = *at.node;
         if (schema.is_bool()) {
@@ -789,6 +797,12 @@ private:
         path_mark(const path_mark&) = delete;
         path_mark& operator=(const path_mark&) = delete;
     };
+
+    bool stop(std::string message) {
+        exhausted_ = true;
+        report(schema_error_kind::limit, std::move(message));
+        return false;
+    }
 
     void report(schema_error_kind kind, std::string message) {
         out_->push_back({instance_path_, schema_path_, std::move(message), kind});
@@ -1447,6 +1461,8 @@ private:
     std::vector<validation_error>* out_;
     std::string instance_path_;
     std::string schema_path_;
+    std::size_t steps_ = 0;
+    bool exhausted_ = false;
 };
 
 } // namespace

@@ -66,6 +66,7 @@ std::string format_errors(const std::vector<validation_error>& errors);
 
 struct schema_limits {
     int max_depth = 256;                    // nested subschema evaluations ($ref cycles end here)
+    std::size_t max_evaluations = 1'000'000; // subschema evaluations per validate() call
     std::size_t max_pattern_length = 4096;  // longer `pattern`s are a bad_schema
     std::size_t max_pattern_subject = 8192; // std::regex recurses per character: longer strings
                                             // are not matched and yield a `limit` error (so do

@@ -308,6 +308,15 @@ TEST_F(JsonSchemaTest, RecursiveRefsStopAtTheDepthLimit) {
     EXPECT_FALSE(valid(tree, R"({"kids":[{"kids":[1]}]})"));
 }
 
+TEST_F(JsonSchemaTest, ExponentialSchemasHitTheWorkBudget) {
+    // Each level fails both branches, so evaluation doubles per level up to the depth limit.
+    const char* s = R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]}},
+                        "$ref":"#/$defs/a"})";
+    auto errors = check(s, "1");
+    EXPECT_TRUE(has_kind(errors, schema_error_kind::limit));
+    EXPECT_LT(errors.size(), 10000u);
+}
+
 TEST_F(JsonSchemaTest, MalformedSchemasYieldErrorsNotCrashes) {
     const char* hostile[] = {
         R"({"type":"strnig"})",
