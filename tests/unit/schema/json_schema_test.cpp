@@ -136,7 +136,7 @@ TEST_F(JsonSchemaTest, DeepRegexRecursionRunsOnABigStack) {
     // Overflows an 8 MiB stack when matched inline with libstdc++ (measured): must not crash.
     const char* s = R"({"pattern":"^((((((((((a))))))))))*$"})";
     std::string subject = "\"" + std::string(6000, 'a') + "\"";
-    EXPECT_TRUE(check(s, subject).empty());
+    EXPECT_EQ(format_errors(check(s, subject)), "");
     subject = "\"" + std::string(6000, 'a') + "b\"";
     auto errors = check(s, subject);
     ASSERT_EQ(errors.size(), 1u);
