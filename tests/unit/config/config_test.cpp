@@ -116,6 +116,9 @@ TEST_F(ConfigTest, LoadsTheFullExample) {
     EXPECT_EQ(s.local_workflows, (std::vector<std::string>{"conformance-noop", "support-triage"}));
     EXPECT_EQ(s.host_key_file, d + "/var/host.key");
     EXPECT_EQ(run_working_directory(c), d);
+    auto starter = make_run_starter(c);
+    EXPECT_EQ(starter->workflow_ids(), s.local_workflows);
+    EXPECT_FALSE(starter->starts_before_commit());
     EXPECT_EQ(check_config(path, env()), 0);
 }
 
@@ -139,6 +142,12 @@ TEST_F(ConfigTest, FileSecretsAreReadAndTrimmed) {
                                        "file:whsec.txt}\n");
     ASSERT_TRUE(r);
     EXPECT_EQ(r.value->subscriptions[0].signing_secret, "whsec_from_file");
+    auto k = parse(std::string(base) + "connectors: [{name: c, module: m, settings: {token: "
+                                       "file:whsec.txt, nested: {list: [file:whsec.txt]}}}]\n");
+    ASSERT_TRUE(k);
+    auto settings = boost::json::parse(k.value->connectors[0].settings_json);
+    EXPECT_EQ(settings.at("token"), "whsec_from_file");
+    EXPECT_EQ(settings.at("nested").at("list").at(0), "whsec_from_file");
     EXPECT_EQ(one_error(std::string(base) + "auth: {apiKeys: [{key: file:/nonexistent/k}]}\n"),
               "test.yaml:2:24: auth.apiKeys[0].key: cannot read secret file /nonexistent/k");
 }
