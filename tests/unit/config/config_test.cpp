@@ -192,6 +192,8 @@ TEST_F(ConfigTest, ReportsEachErrorKindAtItsPosition) {
               "test.yaml:1:18: logging.level: invalid value 'loud' (expected one of: trace, debug, "
               "info, warn, error)");
     EXPECT_EQ(one_error("server: [1, 2]\n"), "test.yaml:1:9: server: expected a mapping");
+    EXPECT_EQ(one_error("server: {threads: [2]}\n"),
+              "test.yaml:1:19: server.threads: expected an integer");
 }
 
 TEST_F(ConfigTest, UpstreamSkipsTheWorkflowCheck) {
