@@ -1,31 +1,15 @@
 #include "slack/protocol.hpp"
 
-#include "slack/form_codec.hpp"
+#include <wopbridge/http_util.hpp>
 
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
-#include <cctype>
 
 namespace wopbridge::slack {
 namespace {
-
-std::string media_type(std::string_view content_type) {
-    const auto semi = content_type.find(';');
-    std::string_view t = content_type.substr(0, semi);
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) {
-        t.remove_suffix(1);
-    }
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) {
-        t.remove_prefix(1);
-    }
-    std::string out(t);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
 
 std::string string_at(const boost::json::object& o, std::string_view key) {
     if (const auto* v = o.if_contains(key); v != nullptr && v->is_string()) {
@@ -136,21 +120,21 @@ std::optional<slack_request> parse_interaction(std::string_view payload_text,
 }
 
 std::optional<slack_request> parse_form_body(std::string_view body, std::string& error) {
-    auto fields = parse_form(body);
+    auto fields = http::parse_form_urlencoded(body);
     if (!fields) {
         error = "form body has a broken %-escape";
         return std::nullopt;
     }
-    if (auto payload = form_value(*fields, "payload")) {
+    if (auto payload = http::find_param(*fields, "payload")) {
         return parse_interaction(*payload, body, error);
     }
-    if (auto ssl = form_value(*fields, "ssl_check"); ssl && *ssl == "1") {
+    if (auto ssl = http::find_param(*fields, "ssl_check"); ssl && *ssl == "1") {
         slack_request r;
         r.kind = request_kind::ignored;
         r.ignored_reason = "ssl_check";
         return r;
     }
-    auto command = form_value(*fields, "command");
+    auto command = http::find_param(*fields, "command");
     if (!command || command->empty()) {
         error = "form body is neither an interactivity payload nor a slash command";
         return std::nullopt;
@@ -165,10 +149,10 @@ std::optional<slack_request> parse_form_body(std::string_view body, std::string&
             obj[name] = value;
         }
     }
-    const auto trigger_id = form_value(*fields, "trigger_id");
+    const auto trigger_id = http::find_param(*fields, "trigger_id");
     r.provider_event_id = "command:" + (trigger_id && !trigger_id->empty() ? std::string(*trigger_id)
                                                                            : body_hash(body));
-    if (auto channel = form_value(*fields, "channel_id")) {
+    if (auto channel = http::find_param(*fields, "channel_id")) {
         r.channel = std::string(*channel);
     }
     r.body = std::move(obj);
@@ -189,7 +173,7 @@ sig::verdict verify_request(const settings& s, std::string_view timestamp,
 
 std::optional<slack_request> parse_request(std::string_view content_type, std::string_view body,
                                            std::string& error) {
-    const std::string media = media_type(content_type);
+    const std::string media = http::media_type(content_type);
     if (media == "application/json") {
         return parse_json(body, error);
     }

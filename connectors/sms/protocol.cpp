@@ -1,30 +1,14 @@
 #include "sms/protocol.hpp"
 
-#include "sms/form_codec.hpp"
+#include <wopbridge/http_util.hpp>
 
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <algorithm>
-#include <cctype>
 
 namespace wopbridge::sms {
 namespace {
-
-std::string media_type(std::string_view content_type) {
-    std::string_view t = content_type.substr(0, content_type.find(';'));
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) {
-        t.remove_suffix(1);
-    }
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) {
-        t.remove_prefix(1);
-    }
-    std::string out(t);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
 
 std::string string_field(const boost::json::value& body, std::string_view key) {
     if (const auto* o = body.if_object()) {
@@ -88,7 +72,7 @@ std::optional<std::string> alternate_port_form(std::string_view url) {
 std::optional<sms_request> parse_request(std::string_view content_type, std::string_view body,
                                          std::string& error) {
     sms_request r;
-    const std::string media = media_type(content_type);
+    const std::string media = http::media_type(content_type);
     if (media == "application/json") {
         boost::system::error_code ec;
         r.body = boost::json::parse(body, ec);
@@ -98,7 +82,7 @@ std::optional<sms_request> parse_request(std::string_view content_type, std::str
         }
         r.format = body_format::json;
     } else if (media == "application/x-www-form-urlencoded" || media.empty()) {
-        auto fields = parse_form(body);
+        auto fields = http::parse_form_urlencoded(body);
         if (!fields) {
             error = "form body has a broken %-escape";
             return std::nullopt;

@@ -1,7 +1,6 @@
-// Pure protocol tests for the Slack connector (no module loading): settings, form decoding,
-// classification, filters and the submitted content.
+// Pure protocol tests for the Slack connector (no module loading): settings, classification,
+// filters and the submitted content.
 
-#include "slack/form_codec.hpp"
 #include "slack/protocol.hpp"
 #include "slack/settings.hpp"
 
@@ -80,19 +79,6 @@ TEST_F(SlackProtocolTest, SubscriptionSettingsOverrideSecretsAndFilters) {
     ASSERT_TRUE(same);
     EXPECT_EQ(same->signing_secrets, (std::vector<std::string>{"s3cr3t"}));
     EXPECT_FALSE(apply_subscription_settings(base(), R"({"toleranceSeconds":5})", error));
-}
-
-TEST_F(SlackProtocolTest, FormDecodingHandlesPlusAndEscapes) {
-    EXPECT_EQ(form_decode("a+b%2Fc%3d"), "a b/c=");
-    EXPECT_FALSE(form_decode("bad%2"));
-    EXPECT_FALSE(form_decode("bad%zz"));
-    auto fields = parse_form("a=1&&b=&c&a=2");
-    ASSERT_TRUE(fields);
-    ASSERT_EQ(fields->size(), 4u);
-    EXPECT_EQ(form_value(*fields, "a"), "1");
-    EXPECT_EQ(form_value(*fields, "b"), "");
-    EXPECT_EQ(form_value(*fields, "c"), "");
-    EXPECT_FALSE(form_value(*fields, "d"));
 }
 
 TEST_F(SlackProtocolTest, UrlVerificationCarriesTheChallenge) {

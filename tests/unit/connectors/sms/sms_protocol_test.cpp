@@ -1,7 +1,6 @@
 // Pure protocol tests for the SMS (Twilio-compatible) connector: settings, the signed URL,
 // verification with the published vectors, classification, TwiML and content.
 
-#include "sms/form_codec.hpp"
 #include "sms/protocol.hpp"
 #include "sms/settings.hpp"
 
