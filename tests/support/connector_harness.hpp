@@ -106,6 +106,14 @@ struct subscription_spec {
 // mode (a refused submit is not remembered, as a real host commits nothing).
 enum class submit_mode { accept, hold, refuse };
 
+// Reads a wopbridge YAML config (e.g. examples/<name>/wopbridge.yaml) and returns the `settings`
+// of the connectors[] entry named `connector_name` (or of the subscriptions[] entry with that id
+// when `subscription` is true) as JSON text, with every ${VAR} replaced by "test-<VAR>". Integer and
+// boolean scalars become JSON numbers/booleans. Throws std::runtime_error when the entry is absent.
+// Lets a module test prove that the example configs carry settings the module accepts.
+std::string settings_from_config(const std::string& yaml_path, std::string_view connector_name,
+                                 bool subscription = false);
+
 class connector_harness {
 public:
     static constexpr std::string_view public_base = "https://bridge.example.com";

@@ -389,5 +389,18 @@ TEST_F(SlackModuleTest, StopDrainsAndRefusesNewRequests) {
     EXPECT_EQ(reply->status, 200);
 }
 
+TEST_F(SlackModuleTest, ExampleConfigSettingsAreAccepted) {
+    const std::string path = std::string(WOPBRIDGE_SOURCE_DIR) + "/examples/slack/wopbridge.yaml";
+    const std::string settings = settings_from_config(path, "slack");
+    auto [status, reason] = harness_.validate(settings);
+    EXPECT_EQ(status, WB_OK) << reason << " in " << settings;
+    EXPECT_NE(settings.find("test-SLACK_SIGNING_SECRET"), std::string::npos);
+    std::string error;
+    subscription_spec sub;
+    sub.id = "support-inbox";
+    sub.settings_json = settings_from_config(path, "support-inbox", true);
+    EXPECT_EQ(harness_.bring_up(settings, sub, &error), WB_OK) << error;
+}
+
 } // namespace
 } // namespace wopbridge::testing
