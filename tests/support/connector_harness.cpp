@@ -351,9 +351,10 @@ struct connector_harness::impl {
             std::lock_guard lock(s.mu);
             const std::string key = rec.subscription_id + '\0' + rec.provider_event_id;
             if (s.subscribed.count(rec.subscription_id) == 0) {
-                rec.outcome = WB_SUBMIT_REFUSED;
-                rec.reason = "not_found";
-            } else if (auto it = s.dedup.find(key); it != s.dedup.end()) {
+                // As the real host: a connector only submits for subscriptions it was handed.
+                return WB_ERR_INVALID;
+            }
+            if (auto it = s.dedup.find(key); it != s.dedup.end()) {
                 rec.outcome = WB_SUBMIT_DUPLICATE;
                 rec.run_id = it->second;
             } else if (s.mode == submit_mode::refuse) {

@@ -8,6 +8,8 @@
 // respond() call.
 //
 // The host side is real enough to catch mistakes:
+//  - submit() for a subscription id that was never subscribed (or was unsubscribed) returns
+//    WB_ERR_INVALID without recording it or calling `done`, as the real host does.
 //  - submit() copies the wb_inbound_event, keeps an in-memory dedup map keyed on
 //    (subscription_id, provider_event_id) and completes on the harness worker thread (never inside
 //    submit(), as a real host does after its durable commit) with a scripted outcome:
@@ -143,7 +145,7 @@ public:
     wb_status unsubscribe(std::string_view id);
     wb_status stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
     void destroy();
-    // create + start + subscribe; on failure, ADD_FAILURE-free: returns the first non-OK status.
+    // create + start + subscribe, stopping at (and returning) the first non-OK status.
     wb_status bring_up(std::string_view config_json, const subscription_spec& sub = {},
                        std::string* error = nullptr);
 
@@ -168,8 +170,9 @@ public:
     // Waits until at least n submits were made; false on timeout.
     bool wait_for_submits(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(5));
     std::vector<std::string> log_lines() const; // "<level> <message>"
-    // Protocol violations seen by the host side (double respond, respond before commit, submit
-    // with a subscription id that was never subscribed, ...). Expect empty.
+    // Protocol violations seen by the host side (double or unknown respond, respond while the
+    // request's submit is uncommitted, content_json not {"<source>":{...}}, empty
+    // provider_event_id, ...). Expect empty.
     std::vector<std::string> violations() const;
     std::vector<std::string> registered_subscriptions() const; // ids passed to register_subscription
     std::filesystem::path attachment_dir() const;

@@ -325,6 +325,15 @@ TEST_F(SlackModuleTest, UnknownSubscriptionIs404) {
     EXPECT_TRUE(harness_.submits().empty());
 }
 
+TEST_F(SlackModuleTest, UnsubscribedIs404) {
+    bring_up();
+    EXPECT_EQ(harness_.send(signed_request(event_body("Ev1"))).status, 200);
+    EXPECT_EQ(harness_.unsubscribe("sub-1"), WB_OK);
+    EXPECT_EQ(harness_.unsubscribe("never-there"), WB_OK);
+    expect_envelope(harness_.send(signed_request(event_body("Ev2"))), 404, "not_found");
+    EXPECT_EQ(harness_.submits().size(), 1u);
+}
+
 TEST_F(SlackModuleTest, NotActiveIs409) {
     bring_up();
     harness_.set_submit_mode(submit_mode::refuse, "subscription_not_active");
