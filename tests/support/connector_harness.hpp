@@ -15,7 +15,10 @@
 //    submit(), as a real host does after its durable commit) with a scripted outcome:
 //    accepted (fresh run id), duplicate (the first run's id), held, or refused(reason).
 //  - respond() copies the response; a second respond() for the same request, or a respond() while
-//    that request's submit is still uncommitted, is recorded as a protocol violation.
+//    that request's submit is still uncommitted, is recorded as a protocol violation. (The second
+//    check is heuristic: it fires when a submit is uncommitted and the responding request is the
+//    only one open, so it assumes submits come from HTTP requests. For listener connectors, prove
+//    ack-after-commit with pause_submit_completion() instead.)
 //  - store_attachment() writes through the core blob_store into a temp dir.
 //  - post_task() runs tasks on the worker thread (delays in real steady time); tasks still queued
 //    at stop()/destruction are run, as the ABI promises.

@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace wopbridge::testing {
 namespace {
@@ -396,6 +399,38 @@ TEST_F(SlackModuleTest, StopDrainsAndRefusesNewRequests) {
     auto reply = pending.wait();
     ASSERT_TRUE(reply);
     EXPECT_EQ(reply->status, 200);
+}
+
+TEST_F(SlackModuleTest, ConcurrentRequestsAreEachAnsweredOnce) {
+    bring_up();
+    constexpr int threads = 8;
+    constexpr int per_thread = 25;
+    std::vector<std::thread> senders;
+    std::atomic<int> ok{0};
+    for (int t = 0; t < threads; ++t) {
+        senders.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i) {
+                // Half the requests repeat one event id across all threads (a retry storm).
+                const std::string id = i % 2 == 0 ? "EvSHARED" + std::to_string(i)
+                                                  : "Ev" + std::to_string(t) + "-" + std::to_string(i);
+                if (harness_.send(signed_request(event_body(id))).status == 200) {
+                    ++ok;
+                }
+            }
+        });
+    }
+    for (auto& s : senders) {
+        s.join();
+    }
+    EXPECT_EQ(ok.load(), threads * per_thread);
+    auto submits = harness_.submits();
+    ASSERT_EQ(submits.size(), static_cast<std::size_t>(threads * per_thread));
+    std::size_t accepted = 0;
+    for (const auto& s : submits) {
+        accepted += s.outcome == WB_SUBMIT_ACCEPTED ? 1 : 0;
+    }
+    // 13 shared ids (i = 0, 2, ..., 24) once each, plus every thread's own odd-numbered ids.
+    EXPECT_EQ(accepted, 13u + threads * 12u);
 }
 
 TEST_F(SlackModuleTest, ExampleConfigSettingsAreAccepted) {
