@@ -106,8 +106,7 @@ std::optional<slack_request> parse_interaction(std::string_view payload_text,
     // trigger_id is minted once per user interaction; Slack does not resend interactions, and a
     // proxy replaying the same bytes gets the same id. Payloads without one fall back to a hash.
     const std::string trigger_id = string_at(payload, "trigger_id");
-    r.provider_event_id =
-        "interaction:" + (trigger_id.empty() ? body_hash(raw_body) : trigger_id);
+    r.provider_event_id = "interaction:" + (trigger_id.empty() ? body_hash(raw_body) : trigger_id);
     r.channel = channel_of(payload, "channel");
     if (r.channel.empty()) {
         if (const auto* container = object_at(payload, "container")) {
@@ -150,8 +149,9 @@ std::optional<slack_request> parse_form_body(std::string_view body, std::string&
         }
     }
     const auto trigger_id = http::find_param(*fields, "trigger_id");
-    r.provider_event_id = "command:" + (trigger_id && !trigger_id->empty() ? std::string(*trigger_id)
-                                                                           : body_hash(body));
+    r.provider_event_id =
+        "command:" +
+        (trigger_id && !trigger_id->empty() ? std::string(*trigger_id) : body_hash(body));
     if (auto channel = http::find_param(*fields, "channel_id")) {
         r.channel = std::string(*channel);
     }

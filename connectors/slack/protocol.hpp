@@ -36,13 +36,14 @@ enum class request_kind {
 
 struct slack_request {
     request_kind kind = request_kind::ignored;
-    std::string challenge;         // url_verification
-    std::string provider_event_id; // "event:<event_id>", "interaction:<trigger_id>", "command:<trigger_id>"
-    std::string type;              // event.type, payload type, or "slash_command"
-    std::string command;           // slash commands: the command, e.g. "/deploy"
-    std::string channel;           // channel id, "" when the request names none
-    boost::json::value body;       // the content body (the verification `token` field removed)
-    std::string ignored_reason;    // for `ignored`: a short, content-free reason for the log
+    std::string challenge; // url_verification
+    std::string
+        provider_event_id; // "event:<event_id>", "interaction:<trigger_id>", "command:<trigger_id>"
+    std::string type;      // event.type, payload type, or "slash_command"
+    std::string command;   // slash commands: the command, e.g. "/deploy"
+    std::string channel;   // channel id, "" when the request names none
+    boost::json::value body;    // the content body (the verification `token` field removed)
+    std::string ignored_reason; // for `ignored`: a short, content-free reason for the log
 };
 
 // Classifies a verified request. nullopt with a one-line `error` when the body is malformed.

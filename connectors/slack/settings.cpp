@@ -95,8 +95,8 @@ bool apply(settings& out, std::string_view json, bool connector_level, std::stri
                 error = "toleranceSeconds must be an integer";
                 return false;
             }
-            const auto t = value.is_int64() ? value.as_int64()
-                                            : static_cast<std::int64_t>(value.as_uint64());
+            const auto t =
+                value.is_int64() ? value.as_int64() : static_cast<std::int64_t>(value.as_uint64());
             if (t < 1 || t > 3600) {
                 error = "toleranceSeconds must be between 1 and 3600";
                 return false;

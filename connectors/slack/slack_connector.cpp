@@ -180,12 +180,11 @@ void slack_connector::handle(request_handle& req, const http_request_view& r,
 
     // The handle moves into the completion: Slack is answered only after the host's outcome.
     auto pending = std::make_shared<request_handle>(std::move(req));
-    const status st = host_.submit(event, [pending, ticket](const submit_outcome& outcome) {
-        answer(*pending, outcome);
-    });
+    const status st = host_.submit(
+        event, [pending, ticket](const submit_outcome& outcome) { answer(*pending, outcome); });
     if (st != status::ok) {
-        host_.log(log_level::warn, "slack: the host did not take the event for subscription " +
-                                       sub_id);
+        host_.log(log_level::warn,
+                  "slack: the host did not take the event for subscription " + sub_id);
         respond_error(*pending, 503, "unavailable", "the bridge cannot take the event now", 1);
     }
 }

@@ -18,7 +18,7 @@
 namespace wopbridge::slack {
 
 class slack_connector final : public wopbridge::connector {
-public:
+  public:
     static connector_info info();
     static status validate(std::string_view config, std::string& error);
 
@@ -30,7 +30,7 @@ public:
     void on_http_request(request_handle req, const http_request_view& r) override;
     status stop(std::int64_t deadline_ms) override;
 
-private:
+  private:
     void handle(request_handle& req, const http_request_view& r,
                 std::shared_ptr<in_flight::ticket> ticket);
     std::shared_ptr<const settings> settings_for(std::string_view subscription_id);

@@ -11,15 +11,15 @@
 namespace wopbridge::sms {
 
 class in_flight {
-public:
+  public:
     class ticket {
-    public:
+      public:
         explicit ticket(in_flight& owner) noexcept : owner_(owner) {}
         ticket(const ticket&) = delete;
         ticket& operator=(const ticket&) = delete;
         ~ticket() { owner_.leave(); }
 
-    private:
+      private:
         in_flight& owner_;
     };
 
@@ -41,7 +41,7 @@ public:
                             [&] { return count_ == 0; });
     }
 
-private:
+  private:
     void leave() noexcept {
         std::lock_guard lock(mu_);
         --count_;

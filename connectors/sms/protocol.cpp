@@ -6,7 +6,6 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-
 namespace wopbridge::sms {
 namespace {
 
@@ -47,16 +46,16 @@ std::optional<std::string> alternate_port_form(std::string_view url) {
     }
     const auto authority_end = url.find_first_of("/?#", authority_start);
     std::string_view authority = url.substr(authority_start, authority_end - authority_start);
-    std::string_view rest = authority_end == std::string_view::npos ? std::string_view{}
-                                                                    : url.substr(authority_end);
+    std::string_view rest =
+        authority_end == std::string_view::npos ? std::string_view{} : url.substr(authority_end);
     if (authority.empty() || authority.find('@') != std::string_view::npos) {
         return std::nullopt;
     }
     std::string out(url.substr(0, authority_start));
     const auto bracket = authority.rfind(']'); // IPv6 literal: a port only after the bracket
     const auto colon = authority.rfind(':');
-    const bool has_port = colon != std::string_view::npos &&
-                          (bracket == std::string_view::npos || colon > bracket);
+    const bool has_port =
+        colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket);
     if (has_port) {
         if (authority.substr(colon) != default_port) {
             return std::nullopt;

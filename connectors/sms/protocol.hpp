@@ -32,9 +32,9 @@ enum class body_format { form, json };
 struct sms_request {
     body_format format = body_format::form;
     std::vector<std::pair<std::string, std::string>> params; // form fields in arrival order
-    boost::json::value body;        // form fields as an object, or the JSON body
-    bool status_callback = false;   // MessageStatus present (and not "received")
-    std::string provider_event_id;  // "sms:<MessageSid>" / "status:<MessageSid>:<MessageStatus>"
+    boost::json::value body;       // form fields as an object, or the JSON body
+    bool status_callback = false;  // MessageStatus present (and not "received")
+    std::string provider_event_id; // "sms:<MessageSid>" / "status:<MessageSid>:<MessageStatus>"
 };
 
 // Parses the body (form or JSON by content type). nullopt with a one-line `error` if malformed.

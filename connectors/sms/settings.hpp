@@ -1,6 +1,7 @@
 #pragma once
 // SMS (Twilio-compatible) connector settings: the connector-level object (config_schema_json) and
-// per-subscription overrides (subscription_schema_json). Strict parsing; reasons never carry a secret.
+// per-subscription overrides (subscription_schema_json). Strict parsing; reasons never carry a
+// secret.
 
 #include <optional>
 #include <string>
@@ -12,8 +13,8 @@ namespace wopbridge::sms {
 enum class status_callback_policy { ignore, deliver };
 
 struct settings {
-    std::vector<std::string> auth_tokens; // any may match (rotation)
-    std::string public_url;               // "" = the URL the host reports for the request
+    std::vector<std::string> auth_tokens;  // any may match (rotation)
+    std::string public_url;                // "" = the URL the host reports for the request
     std::optional<std::string> auto_reply; // TwiML <Message> text for inbound messages
     status_callback_policy status_callbacks = status_callback_policy::ignore;
 };

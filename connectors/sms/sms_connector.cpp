@@ -127,7 +127,8 @@ void sms_connector::handle(request_handle& req, const http_request_view& r,
         return respond_error(req, 404, "not_found", "no such subscription on this connector");
     }
     if (r.method != "POST") {
-        return respond_error(req, 405, "method_not_allowed", "configure the webhook with HTTP POST");
+        return respond_error(req, 405, "method_not_allowed",
+                             "configure the webhook with HTTP POST");
     }
 
     const std::string_view content_type = r.header("content-type").value_or("");
@@ -157,8 +158,7 @@ void sms_connector::handle(request_handle& req, const http_request_view& r,
 
     if (parsed->status_callback && effective->status_callbacks == status_callback_policy::ignore) {
         host_.log(log_level::debug, "sms: status callback acknowledged without delivery");
-        req.respond(200, {{"content-type", std::string(twiml_type)}},
-                    twiml_response(std::nullopt));
+        req.respond(200, {{"content-type", std::string(twiml_type)}}, twiml_response(std::nullopt));
         return;
     }
 

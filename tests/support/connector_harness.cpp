@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <condition_variable>
 #include <dlfcn.h>
 #include <functional>
 #include <map>
@@ -412,7 +412,8 @@ struct connector_harness::impl {
         return WB_OK;
     }
 
-    static wb_status host_respond(wb_host* h, wb_request_ctx* ctx, const wb_http_response* response) {
+    static wb_status host_respond(wb_host* h, wb_request_ctx* ctx,
+                                  const wb_http_response* response) {
         auto& s = self(h);
         std::shared_ptr<pending_reply::state> st;
         {
@@ -482,7 +483,8 @@ struct connector_harness::impl {
     static wb_status host_store_attachment(wb_host* h, wb_str bytes, char* ref_buf,
                                            std::size_t ref_buf_size) {
         auto& s = self(h);
-        auto ref = s.blobs.put(std::string_view(bytes.data == nullptr ? "" : bytes.data, bytes.size));
+        auto ref =
+            s.blobs.put(std::string_view(bytes.data == nullptr ? "" : bytes.data, bytes.size));
         if (!ref) {
             return WB_ERR_BUSY;
         }
@@ -544,9 +546,12 @@ std::string connector_harness::descriptor_problem() const {
     if (d.abi_major != WOPBRIDGE_ABI_MAJOR || d.abi_minor > WOPBRIDGE_ABI_MINOR) {
         return "descriptor ABI version is not loadable by this host";
     }
-    for (auto [field, value] : {std::pair{"name", d.name}, {"version", d.version},
-                                {"status", d.status}, {"security_posture", d.security_posture},
-                                {"sdk_build_id", d.sdk_build_id}, {"source", d.source},
+    for (auto [field, value] : {std::pair{"name", d.name},
+                                {"version", d.version},
+                                {"status", d.status},
+                                {"security_posture", d.security_posture},
+                                {"sdk_build_id", d.sdk_build_id},
+                                {"source", d.source},
                                 {"config_schema_json", d.config_schema_json},
                                 {"subscription_schema_json", d.subscription_schema_json}}) {
         if (value == nullptr || *value == '\0') {
@@ -596,8 +601,8 @@ wb_status connector_harness::create(std::string_view config_json, std::string* e
     }
     char buf[512] = {};
     wb_connector* out = nullptr;
-    wb_status st = descriptor_->create(&impl_->api, impl_->host(), as_wb(config_json), &out, buf,
-                                       sizeof buf);
+    wb_status st =
+        descriptor_->create(&impl_->api, impl_->host(), as_wb(config_json), &out, buf, sizeof buf);
     if (error != nullptr) {
         *error = from_buf(buf, sizeof buf);
     }
@@ -747,9 +752,13 @@ http_reply connector_harness::send(const http_request_spec& request,
     return reply ? *reply : http_reply{};
 }
 
-void connector_harness::set_now_ms(std::int64_t ms) noexcept { impl_->now.store(ms); }
+void connector_harness::set_now_ms(std::int64_t ms) noexcept {
+    impl_->now.store(ms);
+}
 
-std::int64_t connector_harness::now_ms() const noexcept { return impl_->now.load(); }
+std::int64_t connector_harness::now_ms() const noexcept {
+    return impl_->now.load();
+}
 
 void connector_harness::set_submit_mode(submit_mode mode, std::string reason,
                                         int retry_after_seconds) {

@@ -88,14 +88,14 @@ struct http_reply {
 
 // A request sent with send_async(); wait() blocks until respond() or the deadline.
 class pending_reply {
-public:
+  public:
     struct state;
     explicit pending_reply(std::shared_ptr<state> s) : state_(std::move(s)) {}
     bool ready() const;
     // nullopt when the module did not respond within `timeout`.
     std::optional<http_reply> wait(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
-private:
+  private:
     std::shared_ptr<state> state_;
 };
 
@@ -113,14 +113,14 @@ enum class submit_mode { accept, hold, refuse };
 
 // Reads a wopbridge YAML config (e.g. examples/<name>/wopbridge.yaml) and returns the `settings`
 // of the connectors[] entry named `connector_name` (or of the subscriptions[] entry with that id
-// when `subscription` is true) as JSON text, with every ${VAR} replaced by "test-<VAR>". Integer and
-// boolean scalars become JSON numbers/booleans. Throws std::runtime_error when the entry is absent.
-// Lets a module test prove that the example configs carry settings the module accepts.
+// when `subscription` is true) as JSON text, with every ${VAR} replaced by "test-<VAR>". Integer
+// and boolean scalars become JSON numbers/booleans. Throws std::runtime_error when the entry is
+// absent. Lets a module test prove that the example configs carry settings the module accepts.
 std::string settings_from_config(const std::string& yaml_path, std::string_view connector_name,
                                  bool subscription = false);
 
 class connector_harness {
-public:
+  public:
     static constexpr std::string_view public_base = "https://bridge.example.com";
 
     // WOPBRIDGE_MODULE_DIR "/" + name + ".so".
@@ -171,20 +171,22 @@ public:
     // --- observations ----------------------------------------------------------------------
     std::vector<recorded_submit> submits() const;
     // Waits until at least n submits were made; false on timeout.
-    bool wait_for_submits(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(5));
+    bool wait_for_submits(std::size_t n,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(5));
     std::vector<std::string> log_lines() const; // "<level> <message>"
     // Protocol violations seen by the host side (double or unknown respond, respond while the
     // request's submit is uncommitted, content_json not {"<source>":{...}}, empty
     // provider_event_id, ...). Expect empty.
     std::vector<std::string> violations() const;
-    std::vector<std::string> registered_subscriptions() const; // ids passed to register_subscription
+    std::vector<std::string>
+    registered_subscriptions() const; // ids passed to register_subscription
     std::filesystem::path attachment_dir() const;
     // Bytes of a stored attachment reference, or nullopt.
     std::optional<std::string> attachment(std::string_view ref) const;
 
     struct impl;
 
-private:
+  private:
     std::unique_ptr<impl> impl_;
     const wb_connector_descriptor* descriptor_ = nullptr;
 };

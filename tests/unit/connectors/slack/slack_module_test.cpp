@@ -36,15 +36,12 @@ std::string event_body(std::string_view event_id, std::string_view type = "app_m
                        std::string_view channel = "C1") {
     return R"({"token":"legacy","team_id":"T1","type":"event_callback","event_id":")" +
            std::string(event_id) + R"(","event_time":1531420600,"event":{"type":")" +
-           std::string(type) + R"(","channel":")" + std::string(channel) +
-           R"(","text":"hello"}})";
+           std::string(type) + R"(","channel":")" + std::string(channel) + R"(","text":"hello"}})";
 }
 
 class SlackModuleTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        harness_.set_now_ms(vector_ts * 1000 + 5000);
-    }
+  protected:
+    void SetUp() override { harness_.set_now_ms(vector_ts * 1000 + 5000); }
 
     void bring_up(std::string config = R"({"signingSecret":"slack-test-secret-0001"})",
                   std::string sub_settings = "{}") {
@@ -180,7 +177,8 @@ TEST_F(SlackModuleTest, FutureTimestampIsRefused) {
 
 TEST_F(SlackModuleTest, TimestampsInsideTheWindowAreAccepted) {
     bring_up();
-    EXPECT_EQ(harness_.send(signed_request(event_body("Ev1"), json_type, secret, -299)).status, 200);
+    EXPECT_EQ(harness_.send(signed_request(event_body("Ev1"), json_type, secret, -299)).status,
+              200);
     EXPECT_EQ(harness_.send(signed_request(event_body("Ev2"), json_type, secret, 299)).status, 200);
     EXPECT_EQ(harness_.submits().size(), 2u);
 }
@@ -287,22 +285,26 @@ TEST_F(SlackModuleTest, SubscriptionOverridesFiltersAndSecret) {
              R"({"signingSecret":"per-sub-secret","channels":["C9"]})");
     // The connector-level secret no longer verifies this subscription.
     EXPECT_EQ(harness_.send(signed_request(event_body("Ev1", "message", "C9"))).status, 401);
-    EXPECT_EQ(harness_.send(signed_request(event_body("Ev2", "message", "C1"), json_type,
-                                           "per-sub-secret"))
-                  .status,
-              200);
+    EXPECT_EQ(
+        harness_
+            .send(signed_request(event_body("Ev2", "message", "C1"), json_type, "per-sub-secret"))
+            .status,
+        200);
     EXPECT_TRUE(harness_.submits().empty());
-    EXPECT_EQ(harness_.send(signed_request(event_body("Ev3", "message", "C9"), json_type,
-                                           "per-sub-secret"))
-                  .status,
-              200);
+    EXPECT_EQ(
+        harness_
+            .send(signed_request(event_body("Ev3", "message", "C9"), json_type, "per-sub-secret"))
+            .status,
+        200);
     EXPECT_EQ(harness_.submits().size(), 1u);
 }
 
 TEST_F(SlackModuleTest, RotationAcceptsTheSecondSecret) {
     bring_up(R"({"signingSecrets":["old-secret","new-secret"]})");
-    EXPECT_EQ(harness_.send(signed_request(event_body("Ev1"), json_type, "new-secret")).status, 200);
-    EXPECT_EQ(harness_.send(signed_request(event_body("Ev2"), json_type, "old-secret")).status, 200);
+    EXPECT_EQ(harness_.send(signed_request(event_body("Ev1"), json_type, "new-secret")).status,
+              200);
+    EXPECT_EQ(harness_.send(signed_request(event_body("Ev2"), json_type, "old-secret")).status,
+              200);
     EXPECT_EQ(harness_.send(signed_request(event_body("Ev3"), json_type, "retired")).status, 401);
     EXPECT_EQ(harness_.submits().size(), 2u);
 }
@@ -411,8 +413,9 @@ TEST_F(SlackModuleTest, ConcurrentRequestsAreEachAnsweredOnce) {
         senders.emplace_back([&, t] {
             for (int i = 0; i < per_thread; ++i) {
                 // Half the requests repeat one event id across all threads (a retry storm).
-                const std::string id = i % 2 == 0 ? "EvSHARED" + std::to_string(i)
-                                                  : "Ev" + std::to_string(t) + "-" + std::to_string(i);
+                const std::string id = i % 2 == 0
+                                           ? "EvSHARED" + std::to_string(i)
+                                           : "Ev" + std::to_string(t) + "-" + std::to_string(i);
                 if (harness_.send(signed_request(event_body(id))).status == 200) {
                     ++ok;
                 }

@@ -12,7 +12,7 @@ namespace wopbridge::slack {
 namespace {
 
 class SlackProtocolTest : public ::testing::Test {
-protected:
+  protected:
     static settings base() {
         std::string error;
         auto s = parse_connector_settings(R"({"signingSecret":"s3cr3t"})", error);
@@ -43,7 +43,8 @@ TEST_F(SlackProtocolTest, SettingsRejectUnknownKeysAndBadValues) {
     EXPECT_FALSE(parse_connector_settings(R"({"signingSecret":"a","eventType":["x"]})", error));
     EXPECT_NE(error.find("eventType"), std::string::npos);
     EXPECT_FALSE(parse_connector_settings(R"({"signingSecret":"a","toleranceSeconds":0})", error));
-    EXPECT_FALSE(parse_connector_settings(R"({"signingSecret":"a","toleranceSeconds":"5"})", error));
+    EXPECT_FALSE(
+        parse_connector_settings(R"({"signingSecret":"a","toleranceSeconds":"5"})", error));
     EXPECT_FALSE(parse_connector_settings(R"({"signingSecret":"a","channels":[""]})", error));
     EXPECT_FALSE(parse_connector_settings(R"({"signingSecret":"a","eventTypes":[]})", error));
 }
@@ -69,8 +70,8 @@ TEST_F(SlackProtocolTest, SettingsParseEveryKey) {
 
 TEST_F(SlackProtocolTest, SubscriptionSettingsOverrideSecretsAndFilters) {
     std::string error;
-    auto s = apply_subscription_settings(base(), R"({"signingSecrets":["x"],"channels":["C9"]})",
-                                         error);
+    auto s =
+        apply_subscription_settings(base(), R"({"signingSecrets":["x"],"channels":["C9"]})", error);
     ASSERT_TRUE(s) << error;
     EXPECT_EQ(s->signing_secrets, (std::vector<std::string>{"x"}));
     EXPECT_EQ(s->channels, (std::vector<std::string>{"C9"}));
@@ -138,9 +139,9 @@ TEST_F(SlackProtocolTest, SlashCommandFieldsBecomeAnObject) {
 }
 
 TEST_F(SlackProtocolTest, NonDeliveriesAreIgnored) {
-    EXPECT_EQ(parse_ok("application/json", R"({"type":"app_rate_limited","minute_rate_limited":1})")
-                  .kind,
-              request_kind::ignored);
+    EXPECT_EQ(
+        parse_ok("application/json", R"({"type":"app_rate_limited","minute_rate_limited":1})").kind,
+        request_kind::ignored);
     EXPECT_EQ(parse_ok("application/x-www-form-urlencoded", "ssl_check=1&token=t").kind,
               request_kind::ignored);
 }
@@ -149,7 +150,8 @@ TEST_F(SlackProtocolTest, MalformedBodiesAreErrors) {
     std::string error;
     EXPECT_FALSE(parse_request("application/json", "{not json", error));
     EXPECT_FALSE(parse_request("application/json", "[]", error));
-    EXPECT_FALSE(parse_request("application/json", R"({"type":"event_callback","event":{}})", error));
+    EXPECT_FALSE(
+        parse_request("application/json", R"({"type":"event_callback","event":{}})", error));
     EXPECT_FALSE(parse_request("application/json", R"({"type":"url_verification"})", error));
     EXPECT_FALSE(parse_request("application/x-www-form-urlencoded", "text=hi", error));
     EXPECT_FALSE(parse_request("application/x-www-form-urlencoded", "payload=%7Bbad", error));
@@ -187,14 +189,13 @@ TEST_F(SlackProtocolTest, FiltersMatchTypeCommandAndChannel) {
 TEST_F(SlackProtocolTest, ContentCarriesOnlyAllowListedHeaders) {
     auto r = parse_ok("application/json",
                       R"({"type":"event_callback","event_id":"Ev1","event":{"type":"message"}})");
-    const std::string content = content_json(
-        r, {{"content-type", "application/json"},
-            {"x-slack-signature", "v0=abc"},
-            {"x-slack-request-timestamp", "1"},
-            {"x-slack-retry-num", "2"},
-            {"x-slack-retry-reason", "http_timeout"},
-            {"authorization", "Bearer x"},
-            {"cookie", "c=1"}});
+    const std::string content = content_json(r, {{"content-type", "application/json"},
+                                                 {"x-slack-signature", "v0=abc"},
+                                                 {"x-slack-request-timestamp", "1"},
+                                                 {"x-slack-retry-num", "2"},
+                                                 {"x-slack-retry-reason", "http_timeout"},
+                                                 {"authorization", "Bearer x"},
+                                                 {"cookie", "c=1"}});
     auto doc = boost::json::parse(content);
     const auto& webhook = doc.at("webhook").as_object();
     EXPECT_EQ(doc.as_object().size(), 1u);

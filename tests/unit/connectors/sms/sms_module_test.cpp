@@ -59,13 +59,13 @@ std::string form_encode(const params& fields) {
 }
 
 params inbound(std::string sid, std::string text = "Hello") {
-    return {{"MessageSid", std::move(sid)}, {"AccountSid", "AC1"}, {"From", "+15551230000"},
+    return {{"MessageSid", std::move(sid)}, {"AccountSid", "AC1"},     {"From", "+15551230000"},
             {"To", "+15559870000"},         {"Body", std::move(text)}, {"NumMedia", "0"},
             {"SmsStatus", "received"}};
 }
 
 class SmsModuleTest : public ::testing::Test {
-protected:
+  protected:
     void bring_up(std::string config = R"({"authToken":"sms-test-token-0001"})",
                   std::string sub_settings = "{}") {
         std::string error;
@@ -223,8 +223,8 @@ TEST_F(SmsModuleTest, AutoReplyIsEscapedAndRepeatedForDuplicates) {
 
 TEST_F(SmsModuleTest, StatusCallbacksAreIgnoredByDefault) {
     bring_up(R"({"authToken":"sms-test-token-0001","autoReply":"hi"})");
-    auto reply = harness_.send(
-        signed_form({{"MessageSid", "SM1"}, {"MessageStatus", "delivered"}, {"AccountSid", "AC1"}}));
+    auto reply = harness_.send(signed_form(
+        {{"MessageSid", "SM1"}, {"MessageStatus", "delivered"}, {"AccountSid", "AC1"}}));
     EXPECT_EQ(reply.status, 200);
     EXPECT_EQ(reply.body, empty_twiml);
     EXPECT_TRUE(harness_.submits().empty());
@@ -233,13 +233,13 @@ TEST_F(SmsModuleTest, StatusCallbacksAreIgnoredByDefault) {
 TEST_F(SmsModuleTest, StatusCallbacksCanBeDelivered) {
     bring_up(R"({"authToken":"sms-test-token-0001","autoReply":"hi"})",
              R"({"statusCallbacks":"deliver"})");
-    auto reply = harness_.send(
-        signed_form({{"MessageSid", "SM1"}, {"MessageStatus", "delivered"}, {"AccountSid", "AC1"}}));
+    auto reply = harness_.send(signed_form(
+        {{"MessageSid", "SM1"}, {"MessageStatus", "delivered"}, {"AccountSid", "AC1"}}));
     EXPECT_EQ(reply.status, 200);
     EXPECT_EQ(reply.body, empty_twiml); // never an auto-reply to a status callback
-    EXPECT_EQ(harness_.send(signed_form({{"MessageSid", "SM1"}, {"MessageStatus", "failed"}}))
-                  .status,
-              200);
+    EXPECT_EQ(
+        harness_.send(signed_form({{"MessageSid", "SM1"}, {"MessageStatus", "failed"}})).status,
+        200);
     auto submits = harness_.submits();
     ASSERT_EQ(submits.size(), 2u);
     EXPECT_EQ(submits[0].provider_event_id, "status:SM1:delivered");
@@ -320,9 +320,9 @@ TEST_F(SmsModuleTest, ExampleReadmeRecipeVerifies) {
     const std::string data = url + "AccountSidAC0001Body" + text +
                              "From+15551230000MessageSidSM1NumMedia0To+15559870000";
     http_request_spec req;
-    req.headers = {{"content-type", form_type},
-                   {"x-twilio-signature",
-                    sig::base64_encode(sig::hmac_sha1("readme-token", data))}};
+    req.headers = {
+        {"content-type", form_type},
+        {"x-twilio-signature", sig::base64_encode(sig::hmac_sha1("readme-token", data))}};
     req.body = "AccountSid=AC0001&Body=Printer%20on%20fire%20%26%20smoking&From=%2B15551230000"
                "&MessageSid=SM1&NumMedia=0&To=%2B15559870000";
     auto reply = harness_.send(req);

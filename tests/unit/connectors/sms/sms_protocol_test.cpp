@@ -24,7 +24,7 @@ constexpr std::string_view vector_json_body = R"({"property": "value", "boolean"
 constexpr std::string_view vector_json_signature = "a9nBmqA0ju/hNViExpshrM61xv4=";
 
 class SmsProtocolTest : public ::testing::Test {
-protected:
+  protected:
     static settings with_token(std::string token = "12345") {
         settings s;
         s.auth_tokens = {std::move(token)};
@@ -49,7 +49,8 @@ TEST_F(SmsProtocolTest, SettingsRequireAToken) {
 
 TEST_F(SmsProtocolTest, SettingsValidateEveryKey) {
     std::string error;
-    EXPECT_FALSE(parse_connector_settings(R"({"authToken":"a","publicUrl":"mycompany.com"})", error));
+    EXPECT_FALSE(
+        parse_connector_settings(R"({"authToken":"a","publicUrl":"mycompany.com"})", error));
     EXPECT_FALSE(parse_connector_settings(R"({"authToken":"a","statusCallbacks":"drop"})", error));
     EXPECT_FALSE(parse_connector_settings(R"({"authToken":"a","autoReply":""})", error));
     EXPECT_FALSE(parse_connector_settings(R"({"authToken":"secret-tok","autoreply":"x"})", error));
@@ -68,8 +69,8 @@ TEST_F(SmsProtocolTest, SubscriptionSettingsOverride) {
     std::string error;
     auto base = parse_connector_settings(R"({"authToken":"a","autoReply":"hi"})", error);
     ASSERT_TRUE(base);
-    auto s = apply_subscription_settings(*base, R"({"authTokens":["b"],"statusCallbacks":"deliver"})",
-                                         error);
+    auto s = apply_subscription_settings(
+        *base, R"({"authTokens":["b"],"statusCallbacks":"deliver"})", error);
     ASSERT_TRUE(s) << error;
     EXPECT_EQ(s->auth_tokens, (std::vector<std::string>{"b"}));
     EXPECT_EQ(s->auto_reply, "hi");
@@ -101,9 +102,9 @@ TEST_F(SmsProtocolTest, PublishedFormVectorVerifies) {
     auto r = parse_ok("application/x-www-form-urlencoded", vector_form_body);
     EXPECT_EQ(verify_request(with_token(), r, vector_url, vector_form_body, vector_form_signature),
               sig::verdict::valid);
-    EXPECT_EQ(verify_request(with_token("54321"), r, vector_url, vector_form_body,
-                             vector_form_signature),
-              sig::verdict::mismatch);
+    EXPECT_EQ(
+        verify_request(with_token("54321"), r, vector_url, vector_form_body, vector_form_signature),
+        sig::verdict::mismatch);
 }
 
 TEST_F(SmsProtocolTest, FormVectorVerifiesWithAnExplicitDefaultPort) {
@@ -123,9 +124,9 @@ TEST_F(SmsProtocolTest, TamperedParameterFails) {
 TEST_F(SmsProtocolTest, PublishedJsonVectorVerifies) {
     auto r = parse_ok("application/json", vector_json_body);
     EXPECT_EQ(r.format, body_format::json);
-    EXPECT_EQ(verify_request(with_token(), r, vector_json_url, vector_json_body,
-                             vector_json_signature),
-              sig::verdict::valid);
+    EXPECT_EQ(
+        verify_request(with_token(), r, vector_json_url, vector_json_body, vector_json_signature),
+        sig::verdict::valid);
     const std::string tampered = R"({"property": "value", "boolean": false})";
     auto t = parse_ok("application/json", tampered);
     EXPECT_NE(verify_request(with_token(), t, vector_json_url, tampered, vector_json_signature),
@@ -144,12 +145,12 @@ TEST_F(SmsProtocolTest, InboundMessageIsKeyedOnMessageSid) {
 }
 
 TEST_F(SmsProtocolTest, StatusCallbackIsKeyedOnSidAndStatus) {
-    auto r = parse_ok("application/x-www-form-urlencoded",
-                      "MessageSid=SM123&MessageStatus=delivered");
+    auto r =
+        parse_ok("application/x-www-form-urlencoded", "MessageSid=SM123&MessageStatus=delivered");
     EXPECT_TRUE(r.status_callback);
     EXPECT_EQ(r.provider_event_id, "status:SM123:delivered");
-    auto inbound = parse_ok("application/x-www-form-urlencoded",
-                            "MessageSid=SM9&MessageStatus=received");
+    auto inbound =
+        parse_ok("application/x-www-form-urlencoded", "MessageSid=SM9&MessageStatus=received");
     EXPECT_FALSE(inbound.status_callback);
 }
 
