@@ -857,4 +857,6 @@ result<void> bridge::seam_reset(const std::string& tenant) {
 
 result<void> bridge::ready() { return impl_->st->ping(); }
 
+int bridge::run_due(millis now) { return impl_->engine->run_due(now); }
+
 } // namespace wopbridge

@@ -301,6 +301,9 @@ bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_
             rec.run_started_payload_json = events::run_started_payload(
                 {sub.workflow_id, sub.tenant, sub.id, ctx->dlv.id});
             rec.extra_run_events = follow;
+            for (std::size_t i = 0; i < follow.size(); ++i) {
+                rec.extra_run_event_ids.push_back(mint("evt"));
+            }
             rec.consecutive_failures = 0;
             rec.next_probe_at = 0;
             if (sub.state == sub_state::failed) {
