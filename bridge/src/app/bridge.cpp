@@ -18,6 +18,7 @@
 #include <future>
 #include <mutex>
 #include <set>
+#include <utility>
 
 namespace wopbridge {
 namespace {
@@ -135,6 +136,10 @@ struct bridge::impl final : run_lifecycle_sink {
     std::condition_variable progress_cv;
     std::uint64_t progress = 0; // bumped after every recorded attempt
     bool started = false;
+    bool recovered = false; // interrupted runs are failed once, at the first start()
+    // Run ids reserved by accepted submissions whose delivery has not settled yet (run id ->
+    // tenant): a poll that arrives before run.started is committed waits instead of answering 404.
+    std::map<std::string, std::string> reserved_runs;
     struct watcher {
         std::string run_id;
         std::int64_t after = -1;
@@ -159,6 +164,10 @@ struct bridge::impl final : run_lifecycle_sink {
         opts.dead_letter_retention_days = settings.dead_letter_retention_days;
         engine = std::make_unique<delivery_engine>(*st, *starter, clock, random, opts);
         engine->set_attempt_listener([this](const attempt_report& rep) {
+            if (rep.outcome != attempt_outcome::retrying) {
+                std::lock_guard lock(mutex);
+                reserved_runs.erase(rep.reserved_run_id);
+            }
             if (!rep.run_id.empty()) {
                 notify_run(rep.run_id);
             }
@@ -169,6 +178,18 @@ struct bridge::impl final : run_lifecycle_sink {
             progress_cv.notify_all();
         });
         starter->set_lifecycle_sink(this);
+    }
+
+    ~impl() override {
+        engine->stop();
+        starter->stop();
+        starter->set_lifecycle_sink(nullptr);
+    }
+
+    bool is_reserved(const std::string& run_id, const std::string& tenant) {
+        std::lock_guard lock(mutex);
+        auto it = reserved_runs.find(run_id);
+        return it != reserved_runs.end() && it->second == tenant;
     }
 
     std::string mint(std::string_view prefix) { return id_generator(random).make(prefix); }
@@ -301,7 +322,8 @@ struct bridge::impl final : run_lifecycle_sink {
             return;
         }
         req.content_json = std::move(*trigger_event);
-        st->intake(std::move(req), [this, done = std::move(done)](result<intake_outcome> out) {
+        st->intake(std::move(req), [this, tenant = sub->tenant,
+                                    done = std::move(done)](result<intake_outcome> out) {
             pending_intake.fetch_sub(1);
             if (!out) {
                 done(status_only(out.error() == make_error_code(errc::invalid_argument)
@@ -316,6 +338,10 @@ struct bridge::impl final : run_lifecycle_sink {
             switch (out->status) {
             case intake_status::accepted:
                 r.status = submit_status::accepted;
+                {
+                    std::lock_guard lock(mutex);
+                    reserved_runs[r.run_id] = tenant;
+                }
                 engine->notify();
                 break;
             case intake_status::duplicate: r.status = submit_status::duplicate; break;
@@ -457,14 +483,18 @@ result<void> bridge::start() {
     if (!impl_->box) {
         return impl_->box.error();
     }
+    bool first = false;
     {
         std::lock_guard lock(impl_->mutex);
         if (impl_->started) {
             return {};
         }
         impl_->started = true;
+        first = !std::exchange(impl_->recovered, true);
     }
-    impl_->fail_interrupted_runs();
+    if (first) {
+        impl_->fail_interrupted_runs();
+    }
     impl_->engine->start();
     return {};
 }
@@ -697,6 +727,9 @@ result<poll_result> bridge::read_events(const std::string& tenant, const std::st
                                         std::int64_t after_sequence, int limit) {
     auto run = get_run(tenant, run_id);
     if (!run) {
+        if (run.error() == make_error_code(errc::not_found) && impl_->is_reserved(run_id, tenant)) {
+            return poll_result{}; // accepted, run.started not committed yet: nothing to read so far
+        }
         return run.error();
     }
     limit = std::clamp(limit, 1, 1000);

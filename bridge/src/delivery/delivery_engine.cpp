@@ -230,6 +230,7 @@ void delivery_engine::after_commit_start(const std::shared_ptr<attempt_ctx>& ctx
             rep.delivery_id = ctx->dlv.id;
             rep.subscription_id = ctx->dlv.subscription_id;
             rep.run_id = run_id;
+            rep.reserved_run_id = run_id;
             rep.outcome = attempt_outcome::delivered;
             listener_(rep);
         }
@@ -350,6 +351,7 @@ bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_
         }
         rep.delivery_id = ctx->dlv.id;
         rep.subscription_id = sub.id;
+        rep.reserved_run_id = ctx->dlv.run_id;
     }
     {
         std::lock_guard lock(mutex_);

@@ -40,6 +40,7 @@ struct attempt_report {
     std::string delivery_id;
     std::string subscription_id;
     std::string run_id; // the run that got events (delivered, or a failed local start); else empty
+    std::string reserved_run_id; // the delivery's reserved run id, whatever the outcome
     attempt_outcome outcome = attempt_outcome::retrying;
     std::optional<state_change> state_changed;
 };

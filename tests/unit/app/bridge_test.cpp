@@ -177,6 +177,24 @@ TEST_F(BridgeTest, DeliveredRunStartedIsCausedByTheDeliveredAttempt) {
     EXPECT_FALSE(bridge_->read_events("other", res.run_id, -1, 1000).has_value());
 }
 
+TEST_F(BridgeTest, PollBeforeRunStartedIsEmptyNotNotFound) {
+    open();
+    auto reg = register_webhook();
+    auto res = ingest(reg.record.id, signed_post(reg, "msg_earlypoll_00000001"));
+    ASSERT_EQ(res.status, submit_status::accepted);
+    auto early = bridge_->read_events("acme", res.run_id, -1, 1000);
+    ASSERT_TRUE(early.has_value());
+    EXPECT_TRUE(early->events.empty());
+    EXPECT_FALSE(early->is_complete);
+    EXPECT_FALSE(bridge_->read_events("other", res.run_id, -1, 1000).has_value());
+    bool fired = false;
+    bridge_->watch_run(res.run_id, -1, [&] { fired = true; });
+    EXPECT_FALSE(fired);
+    bridge_->run_due(clock_.now_ms());
+    EXPECT_TRUE(fired);
+    EXPECT_GE(run_log(res.run_id).size(), 2u);
+}
+
 TEST_F(BridgeTest, UpstreamOrderStartsBeforeCommitWithTheSameCausation) {
     open(/*before_commit=*/true);
     auto reg = register_webhook();
