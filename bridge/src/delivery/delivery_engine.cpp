@@ -215,16 +215,27 @@ void delivery_engine::dispatch(const std::shared_ptr<attempt_ctx>& ctx) {
 
 void delivery_engine::after_commit_start(const std::shared_ptr<attempt_ctx>& ctx) {
     starter_.start(ctx->req, [this, ctx](run_start_result r) {
-        if (r.outcome == run_start_result::kind::started) {
-            return; // the lifecycle sink reports the run's end
-        }
-        // The run is committed as started: a failed start fails the run; it is never re-run.
         millis at = std::max(ctx->claimed_at, clock_.now_ms());
         const auto& run_id = ctx->dlv.run_id;
-        store_.append_run_event(run_id, std::string(events::run_failed_type),
-                                events::run_failed_payload(run_id, "start-failed"), "",
-                                mint("evt"), at);
-        store_.set_run_status(run_id, run_status::failed, at);
+        if (r.outcome == run_start_result::kind::started) {
+            if (r.follow_up_events.empty()) {
+                return; // the lifecycle sink reports the run's end
+            }
+            // A starter that reports what follows only from start() (e.g. run.completed for a
+            // workflow without a command): appended right after the commit.
+            for (const auto& [type, payload] : r.follow_up_events) {
+                store_.append_run_event(run_id, type, payload, "", mint("evt"), at);
+            }
+            if (r.status_after != run_status::running && r.status_after != run_status::pending) {
+                store_.set_run_status(run_id, r.status_after, at);
+            }
+        } else {
+            // The run is committed as started: a failed start fails the run; it is never re-run.
+            store_.append_run_event(run_id, std::string(events::run_failed_type),
+                                    events::run_failed_payload(run_id, "start-failed"), "",
+                                    mint("evt"), at);
+            store_.set_run_status(run_id, run_status::failed, at);
+        }
         if (listener_) {
             attempt_report rep;
             rep.delivery_id = ctx->dlv.id;
