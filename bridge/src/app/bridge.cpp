@@ -172,6 +172,8 @@ struct bridge::impl final : run_lifecycle_sink {
             }
             if (!rep.run_id.empty()) {
                 notify_run(rep.run_id);
+            } else if (rep.outcome == attempt_outcome::dead_lettered) {
+                notify_run(rep.reserved_run_id); // a poller waiting for this run: it never comes
             }
             {
                 std::lock_guard lock(mutex);
