@@ -377,6 +377,24 @@ TEST_F(BridgeTest, BreakerOpensThenADeliveredProbeReactivates) {
     EXPECT_EQ(to_states, (std::vector<std::string>{"failed", "active"}));
 }
 
+TEST_F(BridgeTest, OperatorReactivationOfAFailedSubscriptionStartsAFreshCount) {
+    settings_.default_breaker = {2, 30000};
+    open();
+    auto reg = register_webhook("wf-fail", retry_policy{10, backoff_kind::fixed, 1000, 60000, false});
+    submit(reg.record.id, "evt-reactivate-1");
+    bridge_->run_due(clock_.now_ms());
+    clock_.advance(1000);
+    bridge_->run_due(clock_.now_ms());
+    ASSERT_EQ(state_of(reg.record.id), sub_state::failed);
+    ASSERT_TRUE(bridge_->set_state("acme", reg.record.id, sub_state::active).has_value());
+    clock_.advance(60000);
+    EXPECT_EQ(bridge_->run_due(clock_.now_ms()), 1);
+    EXPECT_EQ(state_of(reg.record.id), sub_state::active); // one failure: below the threshold
+    clock_.advance(1000);
+    EXPECT_EQ(bridge_->run_due(clock_.now_ms()), 1);
+    EXPECT_EQ(state_of(reg.record.id), sub_state::failed); // the second one opens it again
+}
+
 TEST_F(BridgeTest, RestartMidRetryKeepsAttemptCountAndDueTime) {
     open();
     auto reg = register_webhook("wf-fail", retry_policy{5, backoff_kind::fixed, 10000, 60000, false});
