@@ -1018,6 +1018,13 @@ std::string run_working_directory(const config& c) {
     return c.base_dir.string();
 }
 
+std::unique_ptr<run_starter> make_run_starter(const config& c) {
+    if (c.runs.mode == runs_config::mode_kind::upstream) {
+        return make_upstream_run_starter(c.runs.upstream);
+    }
+    return make_local_run_starter(c.runs.workflows, run_working_directory(c));
+}
+
 int check_config(const std::string& path, const env_lookup& env) {
     auto r = load_config(path, env);
     for (const auto& e : r.errors) {
