@@ -187,6 +187,12 @@ public:
     // Readiness: store reachable.
     result<void> ready();
 
+    // Deterministic driving (tests, with a fake clock): claims and completes every delivery due at
+    // `now` in the calling thread. Returns the attempts recorded.
+    int run_due(millis now);
+    // The same for the scheduler: submits every schedule tick due at `now` (tests, tick seam).
+    int run_schedules_due(millis now);
+
     struct impl;
 
 private:
