@@ -60,7 +60,10 @@ protected:
 
     // Runs one smtplib session; returns its JSON summary.
     boost::json::object smtp(const std::string& message, const std::string& rcpts = "in@bridge.test",
-                             bool size_param = false) {
+                             bool size_param = false, std::string options = {}) {
+        if (size_param) {
+            options = options.empty() ? "size" : options + ",size";
+        }
         auto file = dir_.path() / ("msg" + std::to_string(counter_++) + ".eml");
         {
             std::ofstream out(file, std::ios::binary);
@@ -69,7 +72,7 @@ protected:
         std::string cmd = "python3 '" + std::string(WOPBRIDGE_SOURCE_DIR) +
                           "/tests/unit/connectors/email/smtp_client.py' " + std::to_string(port_) +
                           " sender@example.com " + rcpts + " '" + file.string() + "'" +
-                          (size_param ? " size" : "");
+                          (options.empty() ? "" : " '" + options + "'");
         std::string output;
         FILE* p = ::popen(cmd.c_str(), "r");
         if (p == nullptr) {
@@ -287,6 +290,37 @@ TEST_F(EmailConnectorTest, WebhookRefusedCommitReleasesTheToken) {
     EXPECT_EQ(h_.send(webhook("token-eeeeeeeeeeeeeeee")).status, 503);
     h_.set_submit_mode(wopbridge::testing::submit_mode::accept);
     EXPECT_EQ(h_.send(webhook("token-eeeeeeeeeeeeeeee")).status, 200);
+}
+
+TEST_F(EmailConnectorTest, AuthRequiredBeforeMail) {
+    bring_up(R"(,"auth":{"username":"relay","password":"smtp-password-123"})");
+    EXPECT_EQ(smtp(plain_message())["mail"], 530);
+    auto bad = smtp(plain_message(), "in@bridge.test", false, "auth=relay:wrong");
+    EXPECT_EQ(bad["auth"], 535);
+    auto good = smtp(plain_message(), "in@bridge.test", false, "auth=relay:smtp-password-123");
+    EXPECT_EQ(good["auth"], 235);
+    EXPECT_EQ(good["data"], 250);
+    auto submits = h_.submits();
+    ASSERT_EQ(submits.size(), 1u);
+    EXPECT_TRUE(submits[0].verified);
+}
+
+TEST_F(EmailConnectorTest, StartTlsThenAuth) {
+    auto cert = dir_.path() / "cert.pem";
+    auto key = dir_.path() / "key.pem";
+    std::string gen = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                      "-keyout '" + key.string() + "' -out '" + cert.string() +
+                      "' >/dev/null 2>&1";
+    if (std::system(gen.c_str()) != 0) {
+        GTEST_SKIP() << "openssl CLI not available to make a test certificate";
+    }
+    bring_up(R"(,"auth":{"username":"relay","password":"pw-0123456789"},"tls":{"certFile":")" +
+             cert.string() + R"(","keyFile":")" + key.string() + R"("})");
+    auto r = smtp(plain_message(), "in@bridge.test", false, "tls,auth=relay:pw-0123456789");
+    EXPECT_EQ(r["starttls"], 220);
+    EXPECT_EQ(r["auth"], 235);
+    EXPECT_EQ(r["data"], 250);
+    EXPECT_EQ(h_.submits().size(), 1u);
 }
 
 TEST_F(EmailConnectorTest, SecretsNeverLogged) {
