@@ -7,7 +7,14 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,6 +28,59 @@ using wopbridge::testing::http_request_spec;
 using wopbridge::testing::subscription_spec;
 
 constexpr const char* signing_key = "mailgun-signing-key-0123456789";
+
+// A raw loopback SMTP client for what smtplib hides (pipelined writes, the shutdown reply).
+class raw_client {
+public:
+    explicit raw_client(int port) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(static_cast<std::uint16_t>(port));
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    }
+    ~raw_client() { ::close(fd_); }
+    bool connected() const { return connected_; }
+    void write(const std::string& data) {
+        ASSERT_EQ(::send(fd_, data.data(), data.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(data.size()));
+    }
+    // Reads until `n` final reply lines ("ddd " lines) arrived or the deadline passed.
+    std::vector<std::string> replies(std::size_t n,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (final_lines_.size() < n && std::chrono::steady_clock::now() < deadline) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 50) <= 0) {
+                continue;
+            }
+            char buf[4096];
+            auto got = ::recv(fd_, buf, sizeof buf, 0);
+            if (got <= 0) {
+                break;
+            }
+            pending_.append(buf, static_cast<std::size_t>(got));
+            std::size_t nl;
+            while ((nl = pending_.find("\r\n")) != std::string::npos) {
+                auto line = pending_.substr(0, nl);
+                pending_.erase(0, nl + 2);
+                if (line.size() >= 4 && line[3] == ' ') {
+                    final_lines_.push_back(line.substr(0, 3));
+                }
+            }
+        }
+        auto out = final_lines_;
+        final_lines_.clear();
+        return out;
+    }
+
+private:
+    int fd_ = -1;
+    bool connected_ = false;
+    std::string pending_;
+    std::vector<std::string> final_lines_;
+};
 
 class EmailConnectorTest : public ::testing::Test {
 protected:
@@ -321,6 +381,33 @@ TEST_F(EmailConnectorTest, StartTlsThenAuth) {
     EXPECT_EQ(r["auth"], 235);
     EXPECT_EQ(r["data"], 250);
     EXPECT_EQ(h_.submits().size(), 1u);
+}
+
+TEST_F(EmailConnectorTest, PipelinedCommandsAreAnsweredInOrder) {
+    bring_up();
+    raw_client c(port_);
+    ASSERT_TRUE(c.connected());
+    EXPECT_EQ(c.replies(1), (std::vector<std::string>{"220"}));
+    c.write("EHLO c.test\r\nMAIL FROM:<a@example.com>\r\nRCPT TO:<nobody@bridge.test>\r\n"
+            "RCPT TO:<in@bridge.test>\r\nDATA\r\n");
+    EXPECT_EQ(c.replies(5), (std::vector<std::string>{"250", "250", "550", "250", "354"}));
+    c.write("Subject: pipelined\r\nMessage-ID: <p@x>\r\n\r\n..dot\r\n.\r\nNOOP\r\nQUIT\r\n");
+    EXPECT_EQ(c.replies(3), (std::vector<std::string>{"250", "250", "221"}));
+    auto submits = h_.submits();
+    ASSERT_EQ(submits.size(), 1u);
+    EXPECT_EQ(boost::json::parse(submits[0].content_json).at("email").at("text"), ".dot\r\n");
+}
+
+TEST_F(EmailConnectorTest, StopAnswers421ToIdleSessions) {
+    bring_up();
+    raw_client c(port_);
+    ASSERT_TRUE(c.connected());
+    EXPECT_EQ(c.replies(1), (std::vector<std::string>{"220"}));
+    c.write("EHLO c.test\r\n");
+    EXPECT_EQ(c.replies(1), (std::vector<std::string>{"250"}));
+    EXPECT_EQ(h_.stop(), WB_OK);
+    EXPECT_EQ(c.replies(1), (std::vector<std::string>{"421"}));
+    EXPECT_FALSE(raw_client(port_).connected());
 }
 
 TEST_F(EmailConnectorTest, SecretsNeverLogged) {
