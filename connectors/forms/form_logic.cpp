@@ -1,5 +1,6 @@
 #include "form_logic.hpp"
 
+#include <wopbridge/http_util.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -38,54 +39,8 @@ bool all_hex(std::string_view s) {
 
 } // namespace
 
-std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space) {
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        char c = text[i];
-        if (c == '%') {
-            if (i + 2 >= text.size()) {
-                return std::nullopt;
-            }
-            int hi = hex_digit(text[i + 1]);
-            int lo = hex_digit(text[i + 2]);
-            if (hi < 0 || lo < 0) {
-                return std::nullopt;
-            }
-            out.push_back(static_cast<char>(hi * 16 + lo));
-            i += 2;
-        } else if (c == '+' && plus_is_space) {
-            out.push_back(' ');
-        } else {
-            out.push_back(c);
-        }
-    }
-    return out;
-}
-
 std::optional<param_list> parse_urlencoded(std::string_view body) {
-    param_list out;
-    std::size_t pos = 0;
-    while (pos <= body.size()) {
-        auto amp = body.find('&', pos);
-        auto end = amp == std::string_view::npos ? body.size() : amp;
-        auto pair = body.substr(pos, end - pos);
-        pos = end + 1;
-        if (!pair.empty()) {
-            auto eq = pair.find('=');
-            auto name = percent_decode(pair.substr(0, eq), true);
-            auto value = percent_decode(
-                eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
-            if (!name || !value) {
-                return std::nullopt;
-            }
-            out.emplace_back(std::move(*name), std::move(*value));
-        }
-        if (amp == std::string_view::npos) {
-            break;
-        }
-    }
-    return out;
+    return http::parse_form_urlencoded(body);
 }
 
 std::optional<std::string> normalize_origin(std::string_view url) {

@@ -15,9 +15,8 @@
 namespace wopbridge::forms {
 
 // application/x-www-form-urlencoded (WHATWG): '&'-separated, '+' is a space, %XX escapes.
-// nullopt on a broken escape (a malformed request, answered 400).
+// nullopt on a broken escape (a malformed request, answered 400). The SDK's http_util parser.
 std::optional<param_list> parse_urlencoded(std::string_view body);
-std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
 
 // "scheme://host[:port]" with scheme and host lower-cased and the scheme's default port dropped;
 // nullopt for anything that is not an absolute http(s) origin or URL.

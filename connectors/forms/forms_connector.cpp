@@ -1,18 +1,19 @@
 // The forms connector module: HTML form posts (urlencoded and multipart) on POST /v1/ingest/{id},
-// signed form tokens on GET /v1/ingest/{id}/token. Written against the C ABI (connector.h) with a
-// thin trampoline layer at the bottom; every entry point catches everything at the edge.
+// signed form tokens on GET /v1/ingest/{id}/token. Built on the SDK's C++ wrapper (connector.hpp),
+// which owns the C ABI trampolines and catches everything at the boundary.
 
 #include "forms/form_logic.hpp"
 #include "forms/multipart.hpp"
 
-#include <wopbridge/connector.h>
+#include <wopbridge/connector.hpp>
+#include <wopbridge/http_util.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
 
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
+#include <stdexcept>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,13 +68,14 @@ struct subscription_settings {
     std::string error_url;
 };
 
-struct config_error {
-    std::string message;
+// Thrown by settings parsing; the wrapper turns it into WB_ERR_INVALID with what() as the reason.
+struct config_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
 };
 
 const boost::json::object& as_object(const boost::json::value& v, std::string_view what) {
     if (!v.is_object()) {
-        throw config_error{std::string(what) + " must be a JSON object"};
+        throw config_error(std::string(what) + " must be a JSON object");
     }
     return v.as_object();
 }
@@ -82,7 +84,7 @@ boost::json::value parse_json(std::string_view text, std::string_view what) {
     boost::system::error_code ec;
     auto v = boost::json::parse(text.empty() ? std::string_view("{}") : text, ec);
     if (ec) {
-        throw config_error{std::string(what) + " is not valid JSON"};
+        throw config_error(std::string(what) + " is not valid JSON");
     }
     return v;
 }
@@ -94,12 +96,12 @@ std::int64_t get_int(const boost::json::object& o, std::string_view key, std::in
         return def;
     }
     if (!it->value().is_int64() && !it->value().is_uint64()) {
-        throw config_error{std::string(key) + " must be an integer"};
+        throw config_error(std::string(key) + " must be an integer");
     }
     auto v = it->value().is_int64() ? it->value().as_int64()
                                     : static_cast<std::int64_t>(it->value().as_uint64());
     if (v < min || v > max) {
-        throw config_error{std::string(key) + " is out of range"};
+        throw config_error(std::string(key) + " is out of range");
     }
     return v;
 }
@@ -110,7 +112,7 @@ std::string get_string(const boost::json::object& o, std::string_view key, std::
         return def;
     }
     if (!it->value().is_string() || it->value().as_string().empty()) {
-        throw config_error{std::string(key) + " must be a non-empty string"};
+        throw config_error(std::string(key) + " must be a non-empty string");
     }
     return std::string(it->value().as_string());
 }
@@ -121,7 +123,7 @@ connector_config parse_config(std::string_view json) {
     static const std::vector<std::string_view> known{"maxBodyBytes", "maxParts", "maxFileBytes"};
     for (const auto& kv : o) {
         if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
-            throw config_error{"unknown config key " + std::string(kv.key())};
+            throw config_error("unknown config key " + std::string(kv.key()));
         }
     }
     connector_config c;
@@ -146,35 +148,35 @@ subscription_settings parse_settings(std::string_view id, std::string_view json)
         "submissionIdField", "dedupWindow", "successUrl", "errorUrl"};
     for (const auto& kv : o) {
         if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
-            throw config_error{"unknown setting " + std::string(kv.key())};
+            throw config_error("unknown setting " + std::string(kv.key()));
         }
     }
     subscription_settings s;
     s.id = std::string(id);
     auto origins = o.find("allowedOrigins");
     if (origins == o.end() || !origins->value().is_array() || origins->value().as_array().empty()) {
-        throw config_error{"allowedOrigins must be a non-empty array of origins"};
+        throw config_error("allowedOrigins must be a non-empty array of origins");
     }
     for (const auto& e : origins->value().as_array()) {
         if (!e.is_string()) {
-            throw config_error{"allowedOrigins entries must be strings"};
+            throw config_error("allowedOrigins entries must be strings");
         }
         auto norm = normalize_origin(e.as_string());
         if (!norm || *norm != normalize_origin(*norm)) {
-            throw config_error{"allowedOrigins entry is not scheme://host[:port]"};
+            throw config_error("allowedOrigins entry is not scheme://host[:port]");
         }
         // An entry with a path would silently never match: refuse it.
         std::string_view text = e.as_string();
         auto after_scheme = text.find("://");
         if (text.find('/', after_scheme + 3) != std::string_view::npos) {
-            throw config_error{"allowedOrigins entry must not carry a path"};
+            throw config_error("allowedOrigins entry must not carry a path");
         }
         s.allowed_origins.emplace_back(*norm);
     }
     s.honeypot_field = get_string(o, "honeypotField");
     s.token_secret = get_string(o, "tokenSecret");
     if (!s.token_secret.empty() && s.token_secret.size() < 16) {
-        throw config_error{"tokenSecret must be at least 16 characters"};
+        throw config_error("tokenSecret must be at least 16 characters");
     }
     s.token_ttl_s = get_int(o, "tokenTtl", 3600, 30, 604800);
     s.token_field = get_string(o, "tokenField", "_token");
@@ -183,38 +185,12 @@ subscription_settings parse_settings(std::string_view id, std::string_view json)
     s.success_url = get_string(o, "successUrl");
     s.error_url = get_string(o, "errorUrl");
     if (!s.success_url.empty() && !absolute_http_url(s.success_url)) {
-        throw config_error{"successUrl must be an absolute http(s) URL"};
+        throw config_error("successUrl must be an absolute http(s) URL");
     }
     if (!s.error_url.empty() && !absolute_http_url(s.error_url)) {
-        throw config_error{"errorUrl must be an absolute http(s) URL"};
+        throw config_error("errorUrl must be an absolute http(s) URL");
     }
     return s;
-}
-
-void copy_error(char* buf, std::size_t size, std::string_view text) {
-    if (buf == nullptr || size == 0) {
-        return;
-    }
-    auto n = std::min(size - 1, text.size());
-    std::memcpy(buf, text.data(), n);
-    buf[n] = '\0';
-}
-
-std::string_view view(wb_str s) {
-    return s.size == 0 ? std::string_view{} : std::string_view(s.data, s.size);
-}
-
-wb_str str(std::string_view s) {
-    return wb_str{s.data(), s.size()};
-}
-
-std::optional<std::string_view> find_header(const wb_http_request& r, std::string_view name) {
-    for (std::size_t i = 0; i < r.header_count; ++i) {
-        if (view(r.headers[i].name) == name) {
-            return view(r.headers[i].value);
-        }
-    }
-    return std::nullopt;
 }
 
 using header_pairs = std::vector<std::pair<std::string, std::string>>;
@@ -225,120 +201,130 @@ struct reply {
     std::string body;
 };
 
-// What a request needs to be answered after an asynchronous submit.
+// What a request needs to be answered, possibly later (after an asynchronous submit).
 struct request_shape {
-    wb_request_ctx* ctx = nullptr;
+    request_handle req;
     bool json = false;
     std::string cors_origin; // echoed when the request's Origin is allowed
     std::shared_ptr<const subscription_settings> settings;
 };
 
-class forms_connector {
+class forms_connector final : public connector {
 public:
-    forms_connector(const wb_host_api* api, wb_host* host, connector_config cfg)
-        : api_(api), host_(host), cfg_(std::move(cfg)) {}
+    static connector_info info() {
+        connector_info i;
+        i.name = "forms";
+        i.version = "1.0.0";
+        i.status = "alpha";
+        i.security_posture =
+            "Checks Origin/Referer against an allow-list, optional HMAC form tokens and a honeypot; "
+            "browsers are not authenticated, so treat all fields as untrusted.";
+        i.source = "form";
+        i.config_schema_json = config_schema;
+        i.subscription_schema_json = subscription_schema;
+        i.capabilities = WB_CAP_HTTP_INGEST | WB_CAP_TOKEN_GET;
+        return i;
+    }
 
-    wb_status subscribe(const wb_subscription& sub, char* err, std::size_t err_size) {
+    static status validate(std::string_view config, std::string& error) {
         try {
-            auto s = std::make_shared<const subscription_settings>(
-                parse_settings(view(sub.id), view(sub.settings_json)));
-            std::lock_guard lock(mu_);
-            subs_[std::string(view(sub.id))] = std::move(s);
-            return WB_OK;
+            parse_config(config);
+            return status::ok;
         } catch (const config_error& e) {
-            copy_error(err, err_size, e.message);
-            return WB_ERR_INVALID;
+            error = e.what();
+            return status::invalid;
         }
     }
 
-    void unsubscribe(std::string_view id) {
-        std::lock_guard lock(mu_);
-        subs_.erase(std::string(id));
+    forms_connector(host& h, std::string_view config) : host_(h), cfg_(parse_config(config)) {
+        if (!WOPBRIDGE_API_HAS(h.api(), store_attachment)) {
+            throw std::runtime_error("host API too old: store_attachment missing");
+        }
     }
 
-    void on_request(wb_request_ctx* ctx, const wb_http_request& r) {
+    ~forms_connector() override {
+        // Submit callbacks reference this object: the host always completes them, so wait.
+        std::unique_lock lock(mu_);
+        idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
+    }
+
+    status subscribe(const subscription_info& sub, std::string& error) override {
+        try {
+            auto s = std::make_shared<const subscription_settings>(
+                parse_settings(sub.id, sub.settings_json));
+            std::lock_guard lock(mu_);
+            subs_[std::string(sub.id)] = std::move(s);
+            return status::ok;
+        } catch (const config_error& e) {
+            error = e.what();
+            return status::invalid;
+        }
+    }
+
+    status unsubscribe(std::string_view id) override {
+        std::lock_guard lock(mu_);
+        subs_.erase(std::string(id));
+        return status::ok;
+    }
+
+    status stop(std::int64_t deadline_ms) override {
+        std::unique_lock lock(mu_);
+        auto now = host_.now_ms();
+        auto wait_ms = deadline_ms > now ? deadline_ms - now : 0;
+        return idle_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                                 [&] { return in_flight_ == 0; })
+                   ? status::ok
+                   : status::busy;
+    }
+
+    void on_http_request(request_handle req, const http_request_view& r) override {
         std::shared_ptr<const subscription_settings> s;
         {
             std::lock_guard lock(mu_);
-            auto it = subs_.find(std::string(view(r.subscription_id)));
+            auto it = subs_.find(std::string(r.subscription_id));
             if (it != subs_.end()) {
                 s = it->second;
             }
         }
-        request_shape shape;
-        shape.ctx = ctx;
-        shape.json = wants_json(find_header(r, "accept"));
-        shape.settings = s;
+        auto shape = std::make_shared<request_shape>();
+        shape->req = std::move(req);
+        shape->json = wants_json(r.header("accept"));
+        shape->settings = s;
         if (!s) {
-            finish_error(shape, 404, "not_found", "no such form subscription");
+            finish_error(*shape, 404, "not_found", "no such form subscription");
             return;
         }
-        auto origin = find_header(r, "origin");
+        auto origin = r.header("origin");
         if (origin && origin_allowed(origin, std::nullopt, s->allowed_origins)) {
-            shape.cors_origin = *normalize_origin(*origin);
+            shape->cors_origin = *normalize_origin(*origin);
         }
-        auto method = view(r.method);
-        auto target = view(r.target);
-        auto path = target.substr(0, target.find('?'));
-        if (method == "GET" && path.size() >= 6 && path.substr(path.size() - 6) == "/token") {
-            issue_token(shape, r, *s);
+        auto path = http::path_of(r.target);
+        if (r.method == "GET" && path.size() >= 6 && path.substr(path.size() - 6) == "/token") {
+            issue_token(*shape, *s);
             return;
         }
-        if (method == "OPTIONS") {
+        if (r.method == "OPTIONS") {
             // CORS preflight for fetch() posts with Accept: application/json.
             reply rep{204, {}, {}};
-            add_cors(rep, shape);
+            add_cors(rep, *shape);
             rep.headers.emplace_back("access-control-allow-methods", "POST, GET");
             rep.headers.emplace_back("access-control-allow-headers", "content-type, accept");
-            send(ctx, rep);
+            send(*shape, rep);
             return;
         }
-        if (method != "POST") {
-            finish_error(shape, 405, "method_not_allowed", "forms accept POST");
+        if (r.method != "POST") {
+            finish_error(*shape, 405, "method_not_allowed", "forms accept POST");
             return;
         }
         handle_post(shape, r, *s);
     }
 
-    // In-flight submits hold the connector alive: stop/destroy wait for their callbacks.
-    bool wait_idle(std::int64_t deadline_ms) {
-        std::unique_lock lock(mu_);
-        auto now = api_->now_ms(host_);
-        auto wait_ms = deadline_ms > now ? deadline_ms - now : 0;
-        return idle_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                                 [&] { return in_flight_ == 0; });
-    }
-    void wait_idle_forever() {
-        std::unique_lock lock(mu_);
-        idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
-    }
-
 private:
-    struct submit_ctx {
-        forms_connector* self;
-        request_shape shape;
-    };
-
-    void log(wb_log_level level, std::string_view json_line) {
-        api_->log(host_, level, str(json_line));
+    static void send(request_shape& shape, const reply& rep) {
+        shape.req.respond(rep.status, rep.headers, rep.body);
     }
 
-    void send(wb_request_ctx* ctx, const reply& rep) {
-        std::vector<wb_header> hs;
-        hs.reserve(rep.headers.size());
-        for (const auto& [k, v] : rep.headers) {
-            hs.push_back(wb_header{str(k), str(v)});
-        }
-        wb_http_response resp{};
-        resp.struct_size = sizeof(resp);
-        resp.status = rep.status;
-        resp.headers = hs.data();
-        resp.header_count = hs.size();
-        resp.body = str(rep.body);
-        api_->respond(host_, ctx, &resp);
-    }
-
-    void add_cors(reply& rep, const request_shape& shape) {
+    static void add_cors(reply& rep, const request_shape& shape) {
         if (!shape.cors_origin.empty()) {
             rep.headers.emplace_back("access-control-allow-origin", shape.cors_origin);
             rep.headers.emplace_back("vary", "Origin");
@@ -361,15 +347,16 @@ private:
         return out + frag;
     }
 
-    void finish_error(const request_shape& shape, int status, std::string_view code,
-                      std::string_view message, std::optional<int> retry_after = std::nullopt) {
+    static void finish_error(request_shape& shape, int status_code, std::string_view code,
+                             std::string_view message,
+                             std::optional<int> retry_after = std::nullopt) {
         reply rep;
         if (!shape.json && shape.settings && !shape.settings->error_url.empty()) {
             rep.status = 303;
             rep.headers.emplace_back("location",
                                      with_query(shape.settings->error_url, "error", code));
         } else {
-            rep.status = status;
+            rep.status = status_code;
             rep.headers.emplace_back("content-type", "application/json");
             rep.body = error_envelope(code, message, retry_after);
         }
@@ -378,11 +365,11 @@ private:
         }
         rep.headers.emplace_back("cache-control", "no-store");
         add_cors(rep, shape);
-        send(shape.ctx, rep);
+        send(shape, rep);
     }
 
-    void finish_success(const request_shape& shape, std::string_view outcome,
-                        std::string_view run_id) {
+    static void finish_success(request_shape& shape, std::string_view outcome,
+                               std::string_view run_id) {
         reply rep;
         const auto& s = *shape.settings;
         if (!shape.json && !s.success_url.empty()) {
@@ -404,19 +391,18 @@ private:
         }
         rep.headers.emplace_back("cache-control", "no-store");
         add_cors(rep, shape);
-        send(shape.ctx, rep);
+        send(shape, rep);
     }
 
-    std::int64_t now_s() { return api_->now_ms(host_) / 1000; }
+    std::int64_t now_s() const { return host_.now_ms() / 1000; }
 
-    void issue_token(const request_shape& shape, const wb_http_request& r,
-                     const subscription_settings& s) {
+    void issue_token(request_shape& shape, const subscription_settings& s) {
         if (s.token_secret.empty()) {
             finish_error(shape, 404, "not_found", "this form does not use tokens");
             return;
         }
         std::uint8_t nonce[16];
-        if (api_->random_bytes(host_, nonce, sizeof nonce) != WB_OK) {
+        if (host_.random_bytes(nonce, sizeof nonce) != status::ok) {
             finish_error(shape, 503, "unavailable", "no randomness available", 1);
             return;
         }
@@ -429,32 +415,32 @@ private:
         reply rep{200, {{"content-type", "application/json"}, {"cache-control", "no-store"}},
                   boost::json::serialize(o)};
         add_cors(rep, shape);
-        send(shape.ctx, rep);
+        send(shape, rep);
     }
 
-    void handle_post(request_shape& shape, const wb_http_request& r,
+    void handle_post(const std::shared_ptr<request_shape>& shape, const http_request_view& r,
                      const subscription_settings& s) {
-        auto body = view(r.body);
+        auto body = r.body;
         if (body.size() > cfg_.max_body_bytes) {
-            finish_error(shape, 413, "payload_too_large", "the form body is too large");
+            finish_error(*shape, 413, "payload_too_large", "the form body is too large");
             return;
         }
-        auto ct_text = find_header(r, "content-type");
-        auto ct = parse_header_value(ct_text.value_or(""));
+        auto ct_text = r.header("content-type").value_or("");
+        auto ct = parse_header_value(ct_text);
         param_list fields;
         std::vector<multipart_part> file_parts;
         std::vector<form_part_info> file_infos;
         if (ct.value == "application/x-www-form-urlencoded") {
             auto parsed = parse_urlencoded(body);
             if (!parsed) {
-                finish_error(shape, 400, "validation_error", "malformed urlencoded body");
+                finish_error(*shape, 400, "validation_error", "malformed urlencoded body");
                 return;
             }
             fields = std::move(*parsed);
         } else if (ct.value == "multipart/form-data") {
-            auto boundary = boundary_of(*ct_text);
+            auto boundary = boundary_of(ct_text);
             if (!boundary) {
-                finish_error(shape, 400, "validation_error", "multipart body without a boundary");
+                finish_error(*shape, 400, "validation_error", "multipart body without a boundary");
                 return;
             }
             auto parsed = parse_multipart(body, *boundary, cfg_.limits);
@@ -462,7 +448,7 @@ private:
                 bool size = parsed.error == multipart_error::part_too_large ||
                             parsed.error == multipart_error::too_large ||
                             parsed.error == multipart_error::too_many_parts;
-                finish_error(shape, size ? 413 : 400,
+                finish_error(*shape, size ? 413 : 400,
                              size ? "payload_too_large" : "validation_error",
                              std::string("multipart body refused: ") +
                                  std::string(to_string(parsed.error)));
@@ -471,7 +457,7 @@ private:
             for (auto& part : parsed.parts) {
                 auto info = form_part_info_of(part);
                 if (!info) {
-                    finish_error(shape, 400, "validation_error",
+                    finish_error(*shape, 400, "validation_error",
                                  "multipart part without form-data name");
                     return;
                 }
@@ -487,15 +473,14 @@ private:
                 }
             }
         } else {
-            finish_error(shape, 415, "unsupported_media_type",
+            finish_error(*shape, 415, "unsupported_media_type",
                          "forms accept application/x-www-form-urlencoded or multipart/form-data");
             return;
         }
 
-        if (!origin_allowed(find_header(r, "origin"), find_header(r, "referer"),
-                            s.allowed_origins)) {
-            log(WB_LOG_INFO, R"({"event":"form.refused","reason":"origin_not_allowed"})");
-            finish_error(shape, 403, "forbidden", "origin not allowed");
+        if (!origin_allowed(r.header("origin"), r.header("referer"), s.allowed_origins)) {
+            host_.log(log_level::info, R"({"event":"form.refused","reason":"origin_not_allowed"})");
+            finish_error(*shape, 403, "forbidden", "origin not allowed");
             return;
         }
         if (!s.token_secret.empty()) {
@@ -504,9 +489,10 @@ private:
                 s.token_secret, s.id,
                 token ? std::optional<std::string_view>(*token) : std::nullopt, now_s());
             if (verdict != token_verdict::valid) {
-                log(WB_LOG_INFO, std::string(R"({"event":"form.refused","reason":"token_)") +
-                                     std::string(to_string(verdict)) + "\"}");
-                finish_error(shape, 403, "forbidden", "form token missing, invalid or expired");
+                host_.log(log_level::info,
+                          std::string(R"({"event":"form.refused","reason":"token_)") +
+                              std::string(to_string(verdict)) + "\"}");
+                finish_error(*shape, 403, "forbidden", "form token missing, invalid or expired");
                 return;
             }
             remove_field(fields, s.token_field);
@@ -515,8 +501,8 @@ private:
             auto trap = field_value(fields, s.honeypot_field);
             if (trap && !trap->empty()) {
                 // Answer like a success so the bot learns nothing; submit nothing.
-                log(WB_LOG_INFO, R"({"event":"form.refused","reason":"honeypot"})");
-                finish_success(shape, "accepted", "");
+                host_.log(log_level::info, R"({"event":"form.refused","reason":"honeypot"})");
+                finish_success(*shape, "accepted", "");
                 return;
             }
             remove_field(fields, s.honeypot_field);
@@ -525,8 +511,10 @@ private:
         std::vector<stored_file> files;
         for (std::size_t i = 0; i < file_parts.size(); ++i) {
             char ref[128] = {};
-            if (api_->store_attachment(host_, str(file_parts[i].body), ref, sizeof ref) != WB_OK) {
-                finish_error(shape, 503, "store_unavailable", "could not store the upload", 5);
+            const auto& bytes = file_parts[i].body;
+            if (host_.api()->store_attachment(host_.handle(), wb_str{bytes.data(), bytes.size()},
+                                              ref, sizeof ref) != WB_OK) {
+                finish_error(*shape, 503, "store_unavailable", "could not store the upload", 5);
                 return;
             }
             stored_file f;
@@ -534,37 +522,34 @@ private:
             f.filename = file_infos[i].filename.value_or("");
             f.media_type = file_infos[i].media_type.empty() ? "application/octet-stream"
                                                             : file_infos[i].media_type;
-            f.bytes = file_parts[i].body.size();
-            f.sha256_hex = sig::to_hex(sig::sha256(file_parts[i].body));
+            f.bytes = bytes.size();
+            f.sha256_hex = sig::to_hex(sig::sha256(bytes));
             files.push_back(std::move(f));
         }
 
-        auto received = r.received_at_ms > 0 ? r.received_at_ms : api_->now_ms(host_);
-        auto event_id = provider_event_id(
+        inbound_event ev;
+        ev.subscription_id = s.id;
+        ev.received_at_ms = r.received_at_ms > 0 ? r.received_at_ms : host_.now_ms();
+        ev.provider_event_id = provider_event_id(
             s.id, fields, files,
             s.submission_id_field.empty()
                 ? std::nullopt
                 : std::optional<std::string_view>(s.submission_id_field),
-            received, s.dedup_window_s);
-        auto content = form_content_json(fields, files);
+            ev.received_at_ms, s.dedup_window_s);
+        ev.verified = true; // origin (and the token when configured) checked
+        ev.content_json = form_content_json(fields, files);
 
-        wb_inbound_event ev{};
-        ev.struct_size = sizeof(ev);
-        ev.subscription_id = str(s.id);
-        ev.provider_event_id = str(event_id);
-        ev.received_at_ms = received;
-        ev.verified = 1; // origin (and token when configured) checked
-        ev.content_json = str(content);
-
-        auto* sc = new submit_ctx{this, shape};
         {
             std::lock_guard lock(mu_);
             ++in_flight_;
         }
-        if (api_->submit(host_, &ev, &forms_connector::on_submitted, sc) != WB_OK) {
-            delete sc;
+        auto st = host_.submit(ev, [this, shape](const submit_outcome& out) {
+            on_submitted(*shape, out);
             release();
-            finish_error(shape, 503, "overloaded", "the bridge cannot take the submission now", 5);
+        });
+        if (st != status::ok) {
+            release();
+            finish_error(*shape, 503, "overloaded", "the bridge cannot take the submission now", 5);
         }
     }
 
@@ -574,47 +559,34 @@ private:
         idle_cv_.notify_all();
     }
 
-    static void on_submitted(void* user, const wb_submit_outcome* out) {
-        std::unique_ptr<submit_ctx> sc(static_cast<submit_ctx*>(user));
-        auto* self = sc->self;
-        try {
-            switch (out->status) {
-            case WB_SUBMIT_ACCEPTED:
-            case WB_SUBMIT_HELD:
-                self->finish_success(sc->shape, "accepted", view(out->run_id));
-                break;
-            case WB_SUBMIT_DUPLICATE:
-                self->finish_success(sc->shape, "duplicate", view(out->run_id));
-                break;
-            case WB_SUBMIT_REFUSED:
-            default: {
-                auto reason = view(out->reason);
-                if (reason == "subscription_not_active") {
-                    self->finish_error(sc->shape, 409, "subscription_not_active",
-                                       "the form subscription is not active");
-                } else if (reason == "not_found") {
-                    self->finish_error(sc->shape, 404, "not_found", "no such form subscription");
-                } else if (reason == "invalid") {
-                    self->finish_error(sc->shape, 400, "validation_error",
-                                       "the submission was refused as invalid");
-                } else {
-                    int retry = out->retry_after_seconds > 0 ? out->retry_after_seconds : 5;
-                    self->finish_error(sc->shape, 503,
-                                       reason == "store_unavailable" ? "store_unavailable"
-                                                                     : "overloaded",
-                                       "the bridge cannot take the submission now", retry);
-                }
-                break;
-            }
-            }
-        } catch (...) {
-            self->log(WB_LOG_ERROR, R"({"event":"form.respond_failed"})");
+    static void on_submitted(request_shape& shape, const submit_outcome& out) {
+        switch (out.kind) {
+        case outcome_kind::accepted:
+        case outcome_kind::held:
+            finish_success(shape, "accepted", out.run_id);
+            return;
+        case outcome_kind::duplicate:
+            finish_success(shape, "duplicate", out.run_id);
+            return;
+        case outcome_kind::refused:
+            break;
         }
-        self->release();
+        if (out.reason == "subscription_not_active") {
+            finish_error(shape, 409, "subscription_not_active",
+                         "the form subscription is not active");
+        } else if (out.reason == "not_found") {
+            finish_error(shape, 404, "not_found", "no such form subscription");
+        } else if (out.reason == "invalid") {
+            finish_error(shape, 400, "validation_error", "the submission was refused as invalid");
+        } else {
+            int retry = out.retry_after_seconds > 0 ? out.retry_after_seconds : 5;
+            finish_error(shape, 503,
+                         out.reason == "store_unavailable" ? "store_unavailable" : "overloaded",
+                         "the bridge cannot take the submission now", retry);
+        }
     }
 
-    const wb_host_api* api_;
-    wb_host* host_;
+    host& host_;
     connector_config cfg_;
     std::mutex mu_;
     std::condition_variable idle_cv_;
@@ -622,121 +594,7 @@ private:
     std::map<std::string, std::shared_ptr<const subscription_settings>> subs_;
 };
 
-// ---- C ABI trampolines ------------------------------------------------------------------------
-
-forms_connector* self_of(wb_connector* c) {
-    return reinterpret_cast<forms_connector*>(c);
-}
-
-wb_status do_validate(wb_str config, char* err, std::size_t err_size) noexcept {
-    try {
-        parse_config(view(config));
-        return WB_OK;
-    } catch (const config_error& e) {
-        copy_error(err, err_size, e.message);
-        return WB_ERR_INVALID;
-    } catch (...) {
-        copy_error(err, err_size, "internal error");
-        return WB_ERR_INTERNAL;
-    }
-}
-
-wb_status do_create(const wb_host_api* api, wb_host* host, wb_str config, wb_connector** out,
-                    char* err, std::size_t err_size) noexcept {
-    try {
-        if (api == nullptr || out == nullptr ||
-            api->struct_size < offsetof(wb_host_api, store_attachment) + sizeof(void*)) {
-            copy_error(err, err_size, "host API too old: store_attachment missing");
-            return WB_ERR_UNSUPPORTED;
-        }
-        auto* c = new forms_connector(api, host, parse_config(view(config)));
-        *out = reinterpret_cast<wb_connector*>(c);
-        return WB_OK;
-    } catch (const config_error& e) {
-        copy_error(err, err_size, e.message);
-        return WB_ERR_INVALID;
-    } catch (...) {
-        copy_error(err, err_size, "internal error");
-        return WB_ERR_INTERNAL;
-    }
-}
-
-wb_status do_start(wb_connector*) noexcept {
-    return WB_OK;
-}
-
-wb_status do_subscribe(wb_connector* c, const wb_subscription* sub, char* err,
-                       std::size_t err_size) noexcept {
-    try {
-        return self_of(c)->subscribe(*sub, err, err_size);
-    } catch (...) {
-        copy_error(err, err_size, "internal error");
-        return WB_ERR_INTERNAL;
-    }
-}
-
-wb_status do_unsubscribe(wb_connector* c, wb_str id) noexcept {
-    try {
-        self_of(c)->unsubscribe(view(id));
-        return WB_OK;
-    } catch (...) {
-        return WB_ERR_INTERNAL;
-    }
-}
-
-void do_request(wb_connector* c, wb_request_ctx* ctx, const wb_http_request* r) noexcept {
-    try {
-        self_of(c)->on_request(ctx, *r);
-    } catch (...) {
-        // The request must still be answered exactly once; a throw before respond() lands here.
-        // (respond() itself does not throw.)
-    }
-}
-
-wb_status do_stop(wb_connector* c, std::int64_t deadline_ms) noexcept {
-    try {
-        return self_of(c)->wait_idle(deadline_ms) ? WB_OK : WB_ERR_BUSY;
-    } catch (...) {
-        return WB_ERR_INTERNAL;
-    }
-}
-
-void do_destroy(wb_connector* c) noexcept {
-    auto* self = self_of(c);
-    try {
-        self->wait_idle_forever();
-    } catch (...) {
-    }
-    delete self;
-}
-
-const wb_connector_descriptor descriptor = {
-    sizeof(wb_connector_descriptor),
-    WOPBRIDGE_ABI_MAJOR,
-    WOPBRIDGE_ABI_MINOR,
-    "forms",
-    "1.0.0",
-    "alpha",
-    "Checks Origin/Referer against an allow-list, optional HMAC form tokens and a honeypot; "
-    "browsers are not authenticated, so treat all fields as untrusted.",
-    WOPBRIDGE_SDK_BUILD_ID,
-    "form",
-    config_schema,
-    subscription_schema,
-    WB_CAP_HTTP_INGEST | WB_CAP_TOKEN_GET,
-    &do_validate,
-    &do_create,
-    &do_start,
-    &do_subscribe,
-    &do_unsubscribe,
-    &do_request,
-    &do_stop,
-    &do_destroy,
-};
-
 } // namespace
 } // namespace wopbridge::forms
 
-extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(void) {
-    return &wopbridge::forms::descriptor;
-}
+WOPBRIDGE_CONNECTOR(wopbridge::forms::forms_connector)
