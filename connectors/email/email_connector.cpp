@@ -1,6 +1,6 @@
 // The email connector module: an SMTP listener (WB_CAP_LISTENER) and an inbound-parse webhook
-// (WB_CAP_HTTP_INGEST) on the same module. Written against the C ABI (connector.h) with thin
-// trampolines at the bottom; every entry point catches everything at its edge.
+// (WB_CAP_HTTP_INGEST) on the same module. Built on the SDK's C++ wrapper (connector.hpp), which
+// owns the C ABI trampolines and catches everything at the boundary.
 
 #include "email_event.hpp"
 #include "inbound_parse.hpp"
@@ -10,7 +10,7 @@
 #include "forms/form_logic.hpp"
 #include "forms/multipart.hpp"
 
-#include <wopbridge/connector.h>
+#include <wopbridge/connector.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
-#include <cstring>
+#include <stdexcept>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,8 +63,9 @@ constexpr const char* subscription_schema = R"json({
   }
 })json";
 
-struct config_error {
-    std::string message;
+// Thrown by settings parsing; the wrapper turns it into WB_ERR_INVALID with what() as the reason.
+struct config_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
 };
 
 struct email_config {
@@ -92,7 +93,7 @@ boost::json::value parse_json(std::string_view text, std::string_view what) {
     boost::system::error_code ec;
     auto v = boost::json::parse(text.empty() ? std::string_view("{}") : text, ec);
     if (ec || !v.is_object()) {
-        throw config_error{std::string(what) + " must be a JSON object"};
+        throw config_error(std::string(what) + " must be a JSON object");
     }
     return v;
 }
@@ -104,12 +105,12 @@ std::int64_t get_int(const boost::json::object& o, std::string_view key, std::in
         return def;
     }
     if (!it->value().is_int64() && !it->value().is_uint64()) {
-        throw config_error{std::string(key) + " must be an integer"};
+        throw config_error(std::string(key) + " must be an integer");
     }
     auto v = it->value().is_int64() ? it->value().as_int64()
                                     : static_cast<std::int64_t>(it->value().as_uint64());
     if (v < min || v > max) {
-        throw config_error{std::string(key) + " is out of range"};
+        throw config_error(std::string(key) + " is out of range");
     }
     return v;
 }
@@ -121,7 +122,7 @@ std::string get_string(const boost::json::object& o, std::string_view key, std::
         return def;
     }
     if (!it->value().is_string() || (!allow_empty && it->value().as_string().empty())) {
-        throw config_error{std::string(key) + " must be a non-empty string"};
+        throw config_error(std::string(key) + " must be a non-empty string");
     }
     return std::string(it->value().as_string());
 }
@@ -130,7 +131,7 @@ void check_keys(const boost::json::object& o, std::initializer_list<std::string_
                 std::string_view where) {
     for (const auto& kv : o) {
         if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
-            throw config_error{"unknown " + std::string(where) + " key " + std::string(kv.key())};
+            throw config_error("unknown " + std::string(where) + " key " + std::string(kv.key()));
         }
     }
 }
@@ -150,7 +151,7 @@ email_config parse_config(std::string_view json) {
     } else {
         auto colon = listen.rfind(':');
         if (colon == std::string::npos) {
-            throw config_error{"listen must be host:port"};
+            throw config_error("listen must be host:port");
         }
         auto host = listen.substr(0, colon);
         if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -160,14 +161,14 @@ email_config parse_config(std::string_view json) {
         auto ps = std::string_view(listen).substr(colon + 1);
         auto [p, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), port);
         if (ec != std::errc{} || p != ps.data() + ps.size() || port > 65535) {
-            throw config_error{"listen port must be 0..65535"};
+            throw config_error("listen port must be 0..65535");
         }
         c.listen_host = host;
         c.listen_port = static_cast<std::uint16_t>(port);
     }
     c.hostname = get_string(o, "hostname", "localhost");
     if (c.hostname.find_first_of(" \r\n\t") != std::string::npos) {
-        throw config_error{"hostname must not contain whitespace"};
+        throw config_error("hostname must not contain whitespace");
     }
     c.max_message_bytes = static_cast<std::size_t>(
         get_int(o, "maxMessageBytes", 25 * 1024 * 1024, 1024, std::int64_t{1} << 34));
@@ -178,26 +179,26 @@ email_config parse_config(std::string_view json) {
     c.data_timeout_s = get_int(o, "dataTimeout", 600, 1, 86400);
     if (auto it = o.find("tls"); it != o.end()) {
         if (!it->value().is_object()) {
-            throw config_error{"tls must be an object"};
+            throw config_error("tls must be an object");
         }
         const auto& t = it->value().as_object();
         check_keys(t, {"certFile", "keyFile"}, "tls");
         c.tls_cert = get_string(t, "certFile", "");
         c.tls_key = get_string(t, "keyFile", "");
         if (c.tls_cert.empty() || c.tls_key.empty()) {
-            throw config_error{"tls needs certFile and keyFile"};
+            throw config_error("tls needs certFile and keyFile");
         }
     }
     if (auto it = o.find("auth"); it != o.end()) {
         if (!it->value().is_object()) {
-            throw config_error{"auth must be an object"};
+            throw config_error("auth must be an object");
         }
         const auto& a = it->value().as_object();
         check_keys(a, {"username", "password"}, "auth");
         c.auth_user = get_string(a, "username", "");
         c.auth_password = get_string(a, "password", "");
         if (c.auth_user.empty() || c.auth_password.empty()) {
-            throw config_error{"auth needs username and password"};
+            throw config_error("auth needs username and password");
         }
     }
     c.webhook_key = get_string(o, "webhookSigningKey", "");
@@ -219,12 +220,12 @@ std::vector<std::string> parse_addresses(std::string_view json) {
         return out;
     }
     if (!it->value().is_array()) {
-        throw config_error{"addresses must be an array of strings"};
+        throw config_error("addresses must be an array of strings");
     }
     for (const auto& a : it->value().as_array()) {
         if (!a.is_string() || a.as_string().empty() ||
             a.as_string().find('@') == boost::json::string::npos) {
-            throw config_error{"addresses entries must be mail addresses"};
+            throw config_error("addresses entries must be mail addresses");
         }
         std::string addr(a.as_string());
         std::transform(addr.begin(), addr.end(), addr.begin(),
@@ -234,65 +235,59 @@ std::vector<std::string> parse_addresses(std::string_view json) {
     return out;
 }
 
-void copy_error(char* buf, std::size_t size, std::string_view text) {
-    if (buf == nullptr || size == 0) {
-        return;
-    }
-    auto n = std::min(size - 1, text.size());
-    std::memcpy(buf, text.data(), n);
-    buf[n] = '\0';
-}
-
-std::string_view view(wb_str s) {
-    return s.size == 0 ? std::string_view{} : std::string_view(s.data, s.size);
-}
-
-wb_str str(std::string_view s) {
-    return wb_str{s.data(), s.size()};
-}
-
-std::optional<std::string_view> find_header(const wb_http_request& r, std::string_view name) {
-    for (std::size_t i = 0; i < r.header_count; ++i) {
-        if (view(r.headers[i].name) == name) {
-            return view(r.headers[i].value);
-        }
-    }
-    return std::nullopt;
-}
-
 // Collects the outcomes of several submits (one per matched subscription) for one SMTP message.
+// Shared with the callbacks so it outlives the last one however the threads interleave.
 struct submit_batch {
     std::mutex mu;
     std::condition_variable cv;
     std::size_t pending = 0;
     bool all_committed = true;
-
-    static void done(void* user, const wb_submit_outcome* out) {
-        auto* b = static_cast<submit_batch*>(user);
-        std::lock_guard lock(b->mu);
-        if (out->status == WB_SUBMIT_REFUSED) {
-            b->all_committed = false;
-        }
-        --b->pending;
-        b->cv.notify_all();
-    }
 };
 
-class email_connector {
+class email_connector final : public connector {
 public:
-    email_connector(const wb_host_api* api, wb_host* host, email_config cfg)
-        : api_(api), host_(host), cfg_(std::move(cfg)),
-          replay_(cfg_.replay_cache_size, 2 * cfg_.webhook_tolerance_s) {}
+    static connector_info info() {
+        connector_info i;
+        i.name = "email";
+        i.version = "1.0.0";
+        i.status = "alpha";
+        i.security_posture =
+            "SMTP: trusts the envelope (optional AUTH PLAIN, STARTTLS), no SPF/DKIM/DMARC "
+            "evaluation; inbound-parse webhook: HMAC-SHA256 over timestamp+token, replay cache.";
+        i.source = "email";
+        i.config_schema_json = config_schema;
+        i.subscription_schema_json = subscription_schema;
+        i.capabilities = WB_CAP_HTTP_INGEST | WB_CAP_LISTENER;
+        return i;
+    }
 
-    ~email_connector() {
-        server_.reset();
+    static status validate(std::string_view config, std::string& error) {
+        try {
+            parse_config(config);
+            return status::ok;
+        } catch (const config_error& e) {
+            error = e.what();
+            return status::invalid;
+        }
+    }
+
+    email_connector(host& h, std::string_view config)
+        : host_(h), cfg_(parse_config(config)),
+          replay_(cfg_.replay_cache_size, 2 * cfg_.webhook_tolerance_s) {
+        if (!WOPBRIDGE_API_HAS(h.api(), store_attachment)) {
+            throw std::runtime_error("host API too old: store_attachment missing");
+        }
+    }
+
+    ~email_connector() override {
+        server_.reset(); // waits for sessions, which wait for their submits
         std::unique_lock lock(mu_);
         idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
     }
 
-    wb_status start(std::string& error) {
+    status start() override {
         if (!cfg_.listen) {
-            return WB_OK;
+            return status::ok;
         }
         smtp_server_config sc;
         sc.host = cfg_.listen_host;
@@ -308,7 +303,7 @@ public:
         sc.tls_key_file = cfg_.tls_key;
         smtp_hooks hooks;
         hooks.recipient_known = [this](std::string_view a) { return recipient_known(a); };
-        hooks.has_capacity = [this] { return api_->has_capacity(host_) != 0; };
+        hooks.has_capacity = [this] { return host_.has_capacity(); };
         hooks.check_auth = [this](std::string_view u, std::string_view p) {
             // Both compared in full, constant time, so neither leaks by timing.
             bool user_ok = sig::constant_time_equal(u, cfg_.auth_user);
@@ -318,56 +313,58 @@ public:
         server_ = std::make_unique<smtp_server>(
             sc, hooks, [this](smtp_envelope&& env) { return deliver(std::move(env)); },
             [this](int level, const std::string& line) {
-                api_->log(host_, static_cast<wb_log_level>(level), str(line));
+                host_.log(static_cast<log_level>(level), line);
             });
-        error = server_->start();
+        auto error = server_->start();
         if (!error.empty()) {
             server_.reset();
-            return WB_ERR_INVALID;
+            host_.log(log_level::error, std::string(R"({"event":"smtp.listen_failed","reason":)") +
+                                            boost::json::serialize(boost::json::string(error)) +
+                                            "}");
+            return status::invalid;
         }
-        log(WB_LOG_INFO, R"({"event":"smtp.listening","port":)" +
-                             std::to_string(server_->bound_port()) + "}");
-        return WB_OK;
+        host_.log(log_level::info, R"({"event":"smtp.listening","port":)" +
+                                       std::to_string(server_->bound_port()) + "}");
+        return status::ok;
     }
 
-    wb_status stop(std::int64_t deadline_ms) {
-        auto now = api_->now_ms(host_);
-        auto wait = deadline_ms > now ? deadline_ms - now : 0;
+    status stop(std::int64_t deadline_ms) override {
+        auto remaining = [&] {
+            auto now = host_.now_ms();
+            return deadline_ms > now ? deadline_ms - now : 0;
+        };
         bool ok = true;
         if (server_) {
-            ok = server_->stop(wait);
+            ok = server_->stop(remaining());
         }
         std::unique_lock lock(mu_);
-        now = api_->now_ms(host_);
-        wait = deadline_ms > now ? deadline_ms - now : 0;
-        ok = idle_cv_.wait_for(lock, std::chrono::milliseconds(wait),
+        ok = idle_cv_.wait_for(lock, std::chrono::milliseconds(remaining()),
                                [&] { return in_flight_ == 0; }) &&
              ok;
-        return ok ? WB_OK : WB_ERR_BUSY;
+        return ok ? status::ok : status::busy;
     }
 
-    wb_status subscribe(const wb_subscription& sub, char* err, std::size_t err_size) {
+    status subscribe(const subscription_info& sub, std::string& error) override {
         try {
-            auto addrs = parse_addresses(view(sub.settings_json));
+            auto addrs = parse_addresses(sub.settings_json);
             std::lock_guard lock(mu_);
-            subs_[std::string(view(sub.id))] = std::move(addrs);
-            return WB_OK;
+            subs_[std::string(sub.id)] = std::move(addrs);
+            return status::ok;
         } catch (const config_error& e) {
-            copy_error(err, err_size, e.message);
-            return WB_ERR_INVALID;
+            error = e.what();
+            return status::invalid;
         }
     }
 
-    void unsubscribe(std::string_view id) {
+    status unsubscribe(std::string_view id) override {
         std::lock_guard lock(mu_);
         subs_.erase(std::string(id));
+        return status::ok;
     }
 
-    void on_request(wb_request_ctx* ctx, const wb_http_request& r);
+    void on_http_request(request_handle req, const http_request_view& r) override;
 
 private:
-    void log(wb_log_level level, const std::string& line) { api_->log(host_, level, str(line)); }
-
     bool recipient_known(std::string_view address) {
         std::lock_guard lock(mu_);
         for (const auto& [id, addrs] : subs_) {
@@ -395,7 +392,8 @@ private:
     std::optional<attachment_ref> store(std::string_view bytes, std::string filename,
                                         std::string media_type) {
         char ref[128] = {};
-        if (api_->store_attachment(host_, str(bytes), ref, sizeof ref) != WB_OK) {
+        if (host_.api()->store_attachment(host_.handle(), wb_str{bytes.data(), bytes.size()}, ref,
+                                          sizeof ref) != WB_OK) {
             return std::nullopt;
         }
         return attachment_ref{ref, std::move(filename), std::move(media_type), bytes.size()};
@@ -408,14 +406,14 @@ private:
         limits.max_attachments = cfg_.max_attachments;
         auto msg = parse_message(env.data, limits);
         if (!msg) {
-            log(WB_LOG_INFO, R"({"event":"smtp.rejected","reason":"unparsable_message"})");
+            host_.log(log_level::info, R"({"event":"smtp.rejected","reason":"unparsable_message"})");
             return smtp_session::commit_result::rejected;
         }
         if (msg->unconverted_charset) {
-            log(WB_LOG_INFO, R"({"event":"email.charset_unconverted"})");
+            host_.log(log_level::info, R"({"event":"email.charset_unconverted"})");
         }
         if (msg->truncated_structure) {
-            log(WB_LOG_WARN, R"({"event":"email.structure_truncated"})");
+            host_.log(log_level::warn, R"({"event":"email.structure_truncated"})");
         }
         auto subs = subscriptions_for(env.recipients);
         if (subs.empty()) {
@@ -431,62 +429,56 @@ private:
         for (auto& a : msg->attachments) {
             auto ref = store(a.bytes, a.filename, a.media_type);
             if (!ref) {
-                log(WB_LOG_WARN, R"({"event":"smtp.deferred","reason":"attachment_store_failed"})");
+                host_.log(log_level::warn,
+                          R"({"event":"smtp.deferred","reason":"attachment_store_failed"})");
                 return smtp_session::commit_result::temporary_failure;
             }
             content.attachments.push_back(std::move(*ref));
         }
-        auto json = email_content_json(content);
-        auto event_id = email_event_id(msg->message_id, env.data);
-        auto received = api_->now_ms(host_);
-        submit_batch batch;
+        inbound_event ev;
+        ev.content_json = email_content_json(content);
+        ev.provider_event_id = email_event_id(msg->message_id, env.data);
+        ev.received_at_ms = host_.now_ms();
+        ev.verified = !cfg_.auth_user.empty();
+        auto batch = std::make_shared<submit_batch>();
         for (const auto& id : subs) {
-            wb_inbound_event ev{};
-            ev.struct_size = sizeof(ev);
-            ev.subscription_id = str(id);
-            ev.provider_event_id = str(event_id);
-            ev.received_at_ms = received;
-            ev.verified = cfg_.auth_user.empty() ? 0 : 1;
-            ev.content_json = str(json);
+            ev.subscription_id = id;
             {
-                std::lock_guard lock(batch.mu);
-                ++batch.pending;
+                std::lock_guard lock(batch->mu);
+                ++batch->pending;
             }
-            if (api_->submit(host_, &ev, &submit_batch::done, &batch) != WB_OK) {
-                std::lock_guard lock(batch.mu);
-                --batch.pending;
-                batch.all_committed = false;
+            auto st = host_.submit(ev, [batch](const submit_outcome& out) {
+                std::lock_guard lock(batch->mu);
+                if (out.kind == outcome_kind::refused) {
+                    batch->all_committed = false;
+                }
+                --batch->pending;
+                batch->cv.notify_all();
+            });
+            if (st != status::ok) {
+                std::lock_guard lock(batch->mu);
+                --batch->pending;
+                batch->all_committed = false;
             }
         }
-        std::unique_lock lock(batch.mu);
-        batch.cv.wait(lock, [&] { return batch.pending == 0; });
-        return batch.all_committed ? smtp_session::commit_result::committed
-                                   : smtp_session::commit_result::temporary_failure;
+        std::unique_lock lock(batch->mu);
+        batch->cv.wait(lock, [&] { return batch->pending == 0; });
+        return batch->all_committed ? smtp_session::commit_result::committed
+                                    : smtp_session::commit_result::temporary_failure;
     }
 
-    struct webhook_ctx {
-        email_connector* self;
-        wb_request_ctx* ctx;
-        std::string token;
-    };
-
-    void send(wb_request_ctx* ctx, int status, const std::string& body,
-              std::optional<int> retry_after = std::nullopt) {
-        std::string retry = retry_after ? std::to_string(*retry_after) : "";
-        wb_header hs[2] = {{str("content-type"), str("application/json")},
-                           {str("retry-after"), str(retry)}};
-        wb_http_response resp{};
-        resp.struct_size = sizeof(resp);
-        resp.status = status;
-        resp.headers = hs;
-        resp.header_count = retry_after ? 2 : 1;
-        resp.body = str(body);
-        api_->respond(host_, ctx, &resp);
+    static void send_json(request_handle& req, int status_code, const std::string& body,
+                          std::optional<int> retry_after = std::nullopt) {
+        header_list headers{{"content-type", "application/json"}};
+        if (retry_after) {
+            headers.emplace_back("retry-after", std::to_string(*retry_after));
+        }
+        req.respond(status_code, headers, body);
     }
 
-    void send_error(wb_request_ctx* ctx, int status, std::string_view code,
-                    std::string_view message, std::optional<int> retry_after = std::nullopt) {
-        send(ctx, status, forms::error_envelope(code, message, retry_after), retry_after);
+    static void send_error(request_handle& req, int status_code, std::string_view code,
+                           std::string_view message, std::optional<int> retry_after = std::nullopt) {
+        send_json(req, status_code, forms::error_envelope(code, message, retry_after), retry_after);
     }
 
     void release() {
@@ -495,49 +487,30 @@ private:
         idle_cv_.notify_all();
     }
 
-    static void on_webhook_submitted(void* user, const wb_submit_outcome* out) {
-        std::unique_ptr<webhook_ctx> wc(static_cast<webhook_ctx*>(user));
-        auto* self = wc->self;
-        try {
-            auto run_id = std::string(view(out->run_id));
-            switch (out->status) {
-            case WB_SUBMIT_ACCEPTED:
-            case WB_SUBMIT_HELD:
-            case WB_SUBMIT_DUPLICATE: {
-                boost::json::object o{
-                    {"outcome", out->status == WB_SUBMIT_DUPLICATE ? "duplicate" : "accepted"}};
-                if (!run_id.empty()) {
-                    o["runId"] = run_id;
-                }
-                self->send(wc->ctx, 200, boost::json::serialize(o));
-                break;
+    void on_webhook_submitted(request_handle& req, const std::string& token,
+                              const submit_outcome& out) {
+        if (out.kind != outcome_kind::refused) {
+            boost::json::object o{
+                {"outcome", out.kind == outcome_kind::duplicate ? "duplicate" : "accepted"}};
+            if (!out.run_id.empty()) {
+                o["runId"] = out.run_id;
             }
-            case WB_SUBMIT_REFUSED:
-            default: {
-                // Nothing was committed: the provider's retry (same token) must be able to pass.
-                self->replay_.release(wc->token);
-                auto reason = view(out->reason);
-                if (reason == "subscription_not_active") {
-                    self->send_error(wc->ctx, 409, "subscription_not_active",
-                                     "the email subscription is not active");
-                } else if (reason == "not_found") {
-                    self->send_error(wc->ctx, 404, "not_found", "no such email subscription");
-                } else {
-                    int retry = out->retry_after_seconds > 0 ? out->retry_after_seconds : 5;
-                    self->send_error(wc->ctx, 503, "overloaded",
-                                     "the bridge cannot take the message now", retry);
-                }
-                break;
-            }
-            }
-        } catch (...) {
-            self->log(WB_LOG_ERROR, R"({"event":"email.respond_failed"})");
+            send_json(req, 200, boost::json::serialize(o));
+            return;
         }
-        self->release();
+        // Nothing was committed: the provider's retry (same token) must be able to pass.
+        replay_.release(token);
+        if (out.reason == "subscription_not_active") {
+            send_error(req, 409, "subscription_not_active", "the email subscription is not active");
+        } else if (out.reason == "not_found") {
+            send_error(req, 404, "not_found", "no such email subscription");
+        } else {
+            int retry = out.retry_after_seconds > 0 ? out.retry_after_seconds : 5;
+            send_error(req, 503, "overloaded", "the bridge cannot take the message now", retry);
+        }
     }
 
-    const wb_host_api* api_;
-    wb_host* host_;
+    host& host_;
     email_config cfg_;
     token_replay_cache replay_;
     std::mutex mu_;
@@ -547,30 +520,30 @@ private:
     std::unique_ptr<smtp_server> server_;
 };
 
-void email_connector::on_request(wb_request_ctx* ctx, const wb_http_request& r) {
+void email_connector::on_http_request(request_handle req, const http_request_view& r) {
     bool known;
     {
         std::lock_guard lock(mu_);
-        known = subs_.count(std::string(view(r.subscription_id))) != 0;
+        known = subs_.count(std::string(r.subscription_id)) != 0;
     }
     if (!known) {
-        send_error(ctx, 404, "not_found", "no such email subscription");
+        send_error(req, 404, "not_found", "no such email subscription");
         return;
     }
     if (cfg_.webhook_key.empty()) {
-        send_error(ctx, 404, "not_found", "the inbound-parse webhook is not configured");
+        send_error(req, 404, "not_found", "the inbound-parse webhook is not configured");
         return;
     }
-    if (view(r.method) != "POST") {
-        send_error(ctx, 405, "method_not_allowed", "inbound-parse webhooks are POSTed");
+    if (r.method != "POST") {
+        send_error(req, 405, "method_not_allowed", "inbound-parse webhooks are POSTed");
         return;
     }
-    auto body = view(r.body);
+    auto body = r.body;
     if (body.size() > cfg_.max_webhook_bytes) {
-        send_error(ctx, 413, "payload_too_large", "the message is too large");
+        send_error(req, 413, "payload_too_large", "the message is too large");
         return;
     }
-    auto ct_text = find_header(r, "content-type").value_or("");
+    auto ct_text = r.header("content-type").value_or("");
     auto ct = forms::parse_header_value(ct_text);
     std::vector<forms::multipart_part> parts;
     if (ct.value == "multipart/form-data") {
@@ -582,43 +555,44 @@ void email_connector::on_request(wb_request_ctx* ctx, const wb_http_request& r) 
         auto parsed = boundary ? forms::parse_multipart(body, *boundary, limits)
                                : forms::multipart_result{forms::multipart_error::no_boundary, {}};
         if (parsed.error != forms::multipart_error::none) {
-            send_error(ctx, 400, "validation_error", "malformed multipart body");
+            send_error(req, 400, "validation_error", "malformed multipart body");
             return;
         }
         parts = std::move(parsed.parts);
     } else if (ct.value == "application/x-www-form-urlencoded") {
         auto fields = forms::parse_urlencoded(body);
         if (!fields) {
-            send_error(ctx, 400, "validation_error", "malformed urlencoded body");
+            send_error(req, 400, "validation_error", "malformed urlencoded body");
             return;
         }
         for (auto& [k, v] : *fields) {
             forms::multipart_part p;
-            p.headers.emplace_back("content-disposition", "form-data; name=\"" + k + "\"");
+            p.headers.emplace_back("content-disposition",
+                                   "form-data; name=" + boost::json::serialize(boost::json::string(k)));
             p.body = std::move(v);
             parts.push_back(std::move(p));
         }
     } else {
-        send_error(ctx, 415, "unsupported_media_type", "expected multipart/form-data");
+        send_error(req, 415, "unsupported_media_type", "expected multipart/form-data");
         return;
     }
     auto mail = inbound_mail_of(parts);
     if (!mail) {
-        send_error(ctx, 400, "validation_error", "malformed form part");
+        send_error(req, 400, "validation_error", "malformed form part");
         return;
     }
-    auto now_s = api_->now_ms(host_) / 1000;
+    auto now_s = host_.now_ms() / 1000;
     auto verdict = verify_inbound_signature(cfg_.webhook_key, mail->timestamp, mail->token,
                                             mail->signature, now_s, cfg_.webhook_tolerance_s);
     if (verdict != parse_verdict::valid) {
-        log(WB_LOG_INFO, std::string(R"({"event":"email.webhook_refused","reason":")") +
-                             std::string(to_string(verdict)) + "\"}");
-        send_error(ctx, 401, "signature_invalid", "inbound-parse signature invalid");
+        host_.log(log_level::info, std::string(R"({"event":"email.webhook_refused","reason":")") +
+                                       std::string(to_string(verdict)) + "\"}");
+        send_error(req, 401, "signature_invalid", "inbound-parse signature invalid");
         return;
     }
     if (!replay_.reserve(mail->token, now_s)) {
-        log(WB_LOG_INFO, R"({"event":"email.webhook_refused","reason":"token_replayed"})");
-        send_error(ctx, 401, "signature_invalid", "inbound-parse token already used");
+        host_.log(log_level::info, R"({"event":"email.webhook_refused","reason":"token_replayed"})");
+        send_error(req, 401, "signature_invalid", "inbound-parse token already used");
         return;
     }
     email_content content;
@@ -636,151 +610,36 @@ void email_connector::on_request(wb_request_ctx* ctx, const wb_http_request& r) 
         auto ref = store(f.bytes, f.filename, f.media_type);
         if (!ref) {
             replay_.release(mail->token);
-            send_error(ctx, 503, "store_unavailable", "could not store an attachment", 5);
+            send_error(req, 503, "store_unavailable", "could not store an attachment", 5);
             return;
         }
         hash_material += '\n' + sig::to_hex(sig::sha256(f.bytes));
         content.attachments.push_back(std::move(*ref));
     }
-    auto json = email_content_json(content);
-    auto event_id = email_event_id(mail->message_id, hash_material);
-    auto sub_id = std::string(view(r.subscription_id));
-    wb_inbound_event ev{};
-    ev.struct_size = sizeof(ev);
-    ev.subscription_id = str(sub_id);
-    ev.provider_event_id = str(event_id);
-    ev.received_at_ms = r.received_at_ms > 0 ? r.received_at_ms : api_->now_ms(host_);
-    ev.verified = 1;
-    ev.content_json = str(json);
-    auto* wc = new webhook_ctx{this, ctx, mail->token};
+    inbound_event ev;
+    ev.subscription_id = std::string(r.subscription_id);
+    ev.provider_event_id = email_event_id(mail->message_id, hash_material);
+    ev.received_at_ms = r.received_at_ms > 0 ? r.received_at_ms : host_.now_ms();
+    ev.verified = true;
+    ev.content_json = email_content_json(content);
     {
         std::lock_guard lock(mu_);
         ++in_flight_;
     }
-    if (api_->submit(host_, &ev, &email_connector::on_webhook_submitted, wc) != WB_OK) {
-        replay_.release(mail->token);
-        delete wc;
+    auto shared_req = std::make_shared<request_handle>(std::move(req));
+    auto token = mail->token;
+    auto st = host_.submit(ev, [this, shared_req, token](const submit_outcome& out) {
+        on_webhook_submitted(*shared_req, token, out);
         release();
-        send_error(ctx, 503, "overloaded", "the bridge cannot take the message now", 5);
+    });
+    if (st != status::ok) {
+        replay_.release(token);
+        release();
+        send_error(*shared_req, 503, "overloaded", "the bridge cannot take the message now", 5);
     }
 }
-
-// ---- C ABI trampolines ------------------------------------------------------------------------
-
-email_connector* self_of(wb_connector* c) {
-    return reinterpret_cast<email_connector*>(c);
-}
-
-wb_status do_validate(wb_str config, char* err, std::size_t err_size) noexcept {
-    try {
-        parse_config(view(config));
-        return WB_OK;
-    } catch (const config_error& e) {
-        copy_error(err, err_size, e.message);
-        return WB_ERR_INVALID;
-    } catch (...) {
-        copy_error(err, err_size, "internal error");
-        return WB_ERR_INTERNAL;
-    }
-}
-
-wb_status do_create(const wb_host_api* api, wb_host* host, wb_str config, wb_connector** out,
-                    char* err, std::size_t err_size) noexcept {
-    try {
-        if (api == nullptr || out == nullptr ||
-            api->struct_size < offsetof(wb_host_api, store_attachment) + sizeof(void*)) {
-            copy_error(err, err_size, "host API too old: store_attachment missing");
-            return WB_ERR_UNSUPPORTED;
-        }
-        *out = reinterpret_cast<wb_connector*>(
-            new email_connector(api, host, parse_config(view(config))));
-        return WB_OK;
-    } catch (const config_error& e) {
-        copy_error(err, err_size, e.message);
-        return WB_ERR_INVALID;
-    } catch (...) {
-        copy_error(err, err_size, "internal error");
-        return WB_ERR_INTERNAL;
-    }
-}
-
-wb_status do_start(wb_connector* c) noexcept {
-    try {
-        std::string error;
-        return self_of(c)->start(error);
-    } catch (...) {
-        return WB_ERR_INTERNAL;
-    }
-}
-
-wb_status do_subscribe(wb_connector* c, const wb_subscription* sub, char* err,
-                       std::size_t err_size) noexcept {
-    try {
-        return self_of(c)->subscribe(*sub, err, err_size);
-    } catch (...) {
-        copy_error(err, err_size, "internal error");
-        return WB_ERR_INTERNAL;
-    }
-}
-
-wb_status do_unsubscribe(wb_connector* c, wb_str id) noexcept {
-    try {
-        self_of(c)->unsubscribe(view(id));
-        return WB_OK;
-    } catch (...) {
-        return WB_ERR_INTERNAL;
-    }
-}
-
-void do_request(wb_connector* c, wb_request_ctx* ctx, const wb_http_request* r) noexcept {
-    try {
-        self_of(c)->on_request(ctx, *r);
-    } catch (...) {
-    }
-}
-
-wb_status do_stop(wb_connector* c, std::int64_t deadline_ms) noexcept {
-    try {
-        return self_of(c)->stop(deadline_ms);
-    } catch (...) {
-        return WB_ERR_INTERNAL;
-    }
-}
-
-void do_destroy(wb_connector* c) noexcept {
-    try {
-        delete self_of(c);
-    } catch (...) {
-    }
-}
-
-const wb_connector_descriptor descriptor = {
-    sizeof(wb_connector_descriptor),
-    WOPBRIDGE_ABI_MAJOR,
-    WOPBRIDGE_ABI_MINOR,
-    "email",
-    "1.0.0",
-    "alpha",
-    "SMTP: trusts the envelope (optional AUTH PLAIN, STARTTLS experimental), no SPF/DKIM/DMARC "
-    "evaluation; inbound-parse webhook: HMAC-SHA256 over timestamp+token, replay cache.",
-    WOPBRIDGE_SDK_BUILD_ID,
-    "email",
-    config_schema,
-    subscription_schema,
-    WB_CAP_HTTP_INGEST | WB_CAP_LISTENER,
-    &do_validate,
-    &do_create,
-    &do_start,
-    &do_subscribe,
-    &do_unsubscribe,
-    &do_request,
-    &do_stop,
-    &do_destroy,
-};
 
 } // namespace
 } // namespace wopbridge::email
 
-extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(void) {
-    return &wopbridge::email::descriptor;
-}
+WOPBRIDGE_CONNECTOR(wopbridge::email::email_connector)
