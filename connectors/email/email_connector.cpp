@@ -18,11 +18,11 @@
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
-#include <stdexcept>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,7 +34,7 @@ constexpr const char* config_schema = R"json({
   "additionalProperties": false,
   "properties": {
     "listen": {"type": "string", "default": "127.0.0.1:2525",
-               "description": "host:port of the SMTP listener; port 0 = ephemeral; \"\" = no listener"},
+               "description": "SMTP host:port; port 0 = ephemeral; empty = no listener"},
     "hostname": {"type": "string", "default": "localhost"},
     "maxMessageBytes": {"type": "integer", "minimum": 1024, "default": 26214400},
     "maxRecipients": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
@@ -245,7 +245,7 @@ struct submit_batch {
 };
 
 class email_connector final : public connector {
-public:
+  public:
     static connector_info info() {
         connector_info i;
         i.name = "email";
@@ -338,9 +338,9 @@ public:
             ok = server_->stop(remaining());
         }
         std::unique_lock lock(mu_);
-        ok = idle_cv_.wait_for(lock, std::chrono::milliseconds(remaining()),
-                               [&] { return in_flight_ == 0; }) &&
-             ok;
+        ok = idle_cv_.wait_for(lock, std::chrono::milliseconds(remaining()), [&] {
+            return in_flight_ == 0;
+        }) && ok;
         return ok ? status::ok : status::busy;
     }
 
@@ -364,7 +364,7 @@ public:
 
     void on_http_request(request_handle req, const http_request_view& r) override;
 
-private:
+  private:
     bool recipient_known(std::string_view address) {
         std::lock_guard lock(mu_);
         for (const auto& [id, addrs] : subs_) {
@@ -406,7 +406,8 @@ private:
         limits.max_attachments = cfg_.max_attachments;
         auto msg = parse_message(env.data, limits);
         if (!msg) {
-            host_.log(log_level::info, R"({"event":"smtp.rejected","reason":"unparsable_message"})");
+            host_.log(log_level::info,
+                      R"({"event":"smtp.rejected","reason":"unparsable_message"})");
             return smtp_session::commit_result::rejected;
         }
         if (msg->unconverted_charset) {
@@ -477,7 +478,8 @@ private:
     }
 
     static void send_error(request_handle& req, int status_code, std::string_view code,
-                           std::string_view message, std::optional<int> retry_after = std::nullopt) {
+                           std::string_view message,
+                           std::optional<int> retry_after = std::nullopt) {
         send_json(req, status_code, forms::error_envelope(code, message, retry_after), retry_after);
     }
 
@@ -568,7 +570,8 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
         for (auto& [k, v] : *fields) {
             forms::multipart_part p;
             p.headers.emplace_back("content-disposition",
-                                   "form-data; name=" + boost::json::serialize(boost::json::string(k)));
+                                   "form-data; name=" +
+                                       boost::json::serialize(boost::json::string(k)));
             p.body = std::move(v);
             parts.push_back(std::move(p));
         }
@@ -591,7 +594,8 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
         return;
     }
     if (!replay_.reserve(mail->token, now_s)) {
-        host_.log(log_level::info, R"({"event":"email.webhook_refused","reason":"token_replayed"})");
+        host_.log(log_level::info,
+                  R"({"event":"email.webhook_refused","reason":"token_replayed"})");
         send_error(req, 401, "signature_invalid", "inbound-parse token already used");
         return;
     }
@@ -601,8 +605,8 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
     content.subject = mail->subject;
     content.text = mail->text;
     content.html = mail->html;
-    std::string hash_material = mail->from + '\n' + mail->subject + '\n' + mail->text + '\n' +
-                                mail->html.value_or("");
+    std::string hash_material =
+        mail->from + '\n' + mail->subject + '\n' + mail->text + '\n' + mail->html.value_or("");
     for (const auto& t : mail->to) {
         hash_material += '\n' + t;
     }

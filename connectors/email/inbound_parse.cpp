@@ -55,7 +55,8 @@ parse_verdict verify_inbound_signature(std::string_view signing_key, std::string
 }
 
 void token_replay_cache::expire(std::int64_t now_s) {
-    while (!order_.empty() && (order_.front().second + ttl_s_ < now_s || order_.size() > capacity_)) {
+    while (!order_.empty() &&
+           (order_.front().second + ttl_s_ < now_s || order_.size() > capacity_)) {
         auto it = seen_.find(order_.front().first);
         if (it != seen_.end() && it->second == order_.front().second) {
             seen_.erase(it);
@@ -94,10 +95,10 @@ std::optional<inbound_mail> inbound_mail_of(const std::vector<forms::multipart_p
             if (info->filename->empty() && part.body.empty()) {
                 continue;
             }
-            m.files.push_back({sanitize_utf8(*info->filename),
-                               info->media_type.empty() ? "application/octet-stream"
-                                                        : info->media_type,
-                               part.body});
+            m.files.push_back(
+                {sanitize_utf8(*info->filename),
+                 info->media_type.empty() ? "application/octet-stream" : info->media_type,
+                 part.body});
             continue;
         }
         const auto& n = info->name;

@@ -28,13 +28,13 @@ std::string sign_inbound(std::string_view signing_key, std::string_view timestam
 // Tokens seen within the TTL, bounded (oldest evicted first). `reserve` claims a token before the
 // commit; `release` gives it back when the commit was refused so the provider's retry can pass.
 class token_replay_cache {
-public:
+  public:
     token_replay_cache(std::size_t capacity, std::int64_t ttl_s)
         : capacity_(capacity), ttl_s_(ttl_s) {}
     bool reserve(std::string_view token, std::int64_t now_s); // false = replay
     void release(std::string_view token);
 
-private:
+  private:
     void expire(std::int64_t now_s);
     std::mutex mu_;
     std::size_t capacity_;

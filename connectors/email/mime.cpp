@@ -125,8 +125,7 @@ param_list parse_headers_lenient(std::string_view block) {
             continue;
         }
         auto name = line.substr(0, colon);
-        if (std::any_of(name.begin(), name.end(),
-                        [](char c) { return c <= 32 || c >= 127; })) {
+        if (std::any_of(name.begin(), name.end(), [](char c) { return c <= 32 || c >= 127; })) {
             continue;
         }
         out.emplace_back(lower(name), std::string(line.substr(colon + 1)));
@@ -225,8 +224,8 @@ struct walker {
         bool converted = true;
         std::string name_utf8 = filename ? decode_encoded_words(*filename, &converted) : "";
         bool is_text = ct.value == "text/plain" || ct.value == "text/html";
-        bool inline_text = is_text && disp.value != "attachment" &&
-                           (!filename || disp.value == "inline");
+        bool inline_text =
+            is_text && disp.value != "attachment" && (!filename || disp.value == "inline");
         if (!inline_text) {
             add_attachment(std::move(name_utf8), ct.value, std::move(bytes));
             return;
@@ -298,7 +297,7 @@ std::string decode_quoted_printable(std::string_view text) {
                 ++j;
             }
             if (j < text.size() && (text[j] == '\n' || (text[j] == '\r' && j + 1 < text.size() &&
-                                                         text[j + 1] == '\n'))) {
+                                                        text[j + 1] == '\n'))) {
                 i = text[j] == '\n' ? j + 1 : j + 2;
                 continue;
             }
@@ -306,9 +305,9 @@ std::string decode_quoted_printable(std::string_view text) {
                 i = j;
                 continue;
             }
-            if (i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
-                hex_value(text[i + 2]) >= 0) {
-                out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+            if (i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
+                out.push_back(
+                    static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
                 i += 3;
                 continue;
             }
@@ -425,7 +424,8 @@ std::string decode_encoded_words(std::string_view value, bool* converted) {
     while (pos < value.size()) {
         auto start = value.find("=?", pos);
         // Text up to the next encoded-word candidate.
-        auto literal = value.substr(pos, start == std::string_view::npos ? value.npos : start - pos);
+        auto literal =
+            value.substr(pos, start == std::string_view::npos ? value.npos : start - pos);
         bool decoded = false;
         std::size_t word_end = 0;
         std::string word_text;
@@ -438,7 +438,8 @@ std::string decode_encoded_words(std::string_view value, bool* converted) {
                 if (auto star = charset.find('*'); star != std::string_view::npos) {
                     charset = charset.substr(0, star); // RFC 2231 language suffix
                 }
-                char enc = static_cast<char>(std::toupper(static_cast<unsigned char>(value[q1 + 1])));
+                char enc =
+                    static_cast<char>(std::toupper(static_cast<unsigned char>(value[q1 + 1])));
                 auto payload = value.substr(q2 + 1, end - q2 - 1);
                 if (payload.find(' ') == std::string_view::npos && (enc == 'B' || enc == 'Q')) {
                     std::string bytes;

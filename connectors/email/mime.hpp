@@ -35,7 +35,8 @@ std::string decode_encoded_words(std::string_view value, bool* converted = nullp
 // Splits an address-list header ("A <a@x>, \"B, Jr\" <b@y>") into mailboxes, commas inside quotes
 // and angle brackets respected; each mailbox has its encoded-words decoded.
 std::vector<std::string> split_address_list(std::string_view value);
-// The addr-spec of a mailbox ("Name <a@x>" -> "a@x", "a@x" -> "a@x"), lower-cased domain kept as is.
+// The addr-spec of a mailbox ("Name <a@x>" -> "a@x", "a@x" -> "a@x"), lower-cased domain kept as
+// is.
 std::string address_of(std::string_view mailbox);
 
 struct mime_limits {

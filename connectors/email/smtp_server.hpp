@@ -30,7 +30,7 @@ struct smtp_server_config {
 };
 
 class smtp_server {
-public:
+  public:
     using deliver_fn = std::function<smtp_session::commit_result(smtp_envelope&&)>;
     using log_fn = std::function<void(int level, const std::string& json_line)>;
 
@@ -46,7 +46,7 @@ public:
     // from now). Returns false when some session was still busy at the deadline.
     bool stop(std::int64_t wait_ms);
 
-private:
+  private:
     struct connection;
     void accept_loop();
     void serve(int fd);

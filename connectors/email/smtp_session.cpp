@@ -273,8 +273,8 @@ smtp_step smtp_session::do_ehlo(std::string_view arg, bool extended) {
         return {"250 " + config_.hostname + "\r\n"};
     }
     std::vector<std::string> lines{config_.hostname, "PIPELINING",
-                                   "SIZE " + std::to_string(config_.max_message_bytes),
-                                   "8BITMIME", "ENHANCEDSTATUSCODES"};
+                                   "SIZE " + std::to_string(config_.max_message_bytes), "8BITMIME",
+                                   "ENHANCEDSTATUSCODES"};
     if (config_.tls_available && !tls_active_) {
         lines.emplace_back("STARTTLS");
     }

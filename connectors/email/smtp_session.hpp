@@ -38,22 +38,22 @@ struct smtp_envelope {
 
 // What the I/O layer does after a line.
 struct smtp_step {
-    std::string reply;         // to write (may hold several lines), empty = nothing yet
-    bool close = false;        // close after writing
-    bool start_tls = false;    // after writing, run the TLS handshake, then call tls_started()
+    std::string reply;          // to write (may hold several lines), empty = nothing yet
+    bool close = false;         // close after writing
+    bool start_tls = false;     // after writing, run the TLS handshake, then call tls_started()
     bool message_ready = false; // DATA ended: take_envelope(), commit, then finish_message()
 };
 
 class smtp_session {
-public:
+  public:
     smtp_session(smtp_config config, smtp_hooks hooks);
 
-    std::string greeting() const;   // "220 ..."
+    std::string greeting() const; // "220 ..."
     smtp_step on_line(std::string_view line);
     // Line longer than the I/O layer's cap: the reply to send (the session stays usable).
     smtp_step on_overlong_line();
-    void tls_started();             // resets to the pre-EHLO state (RFC 3207 §4.2)
-    smtp_envelope take_envelope();  // valid once after message_ready
+    void tls_started();            // resets to the pre-EHLO state (RFC 3207 §4.2)
+    smtp_envelope take_envelope(); // valid once after message_ready
     // The final reply to DATA given the commit result.
     enum class commit_result { committed, temporary_failure, rejected };
     smtp_step finish_message(commit_result result);
@@ -63,7 +63,7 @@ public:
     bool in_data() const noexcept { return state_ == state::data; }
     bool tls_active() const noexcept { return tls_active_; }
 
-private:
+  private:
     enum class state { fresh, greeted, mail, rcpt, data, auth_plain };
 
     smtp_step command(std::string_view line);
@@ -88,7 +88,8 @@ private:
     bool data_line_too_long_ = false;
 };
 
-// "<addr>" or "<>" from a MAIL FROM:/RCPT TO: argument, parameters split off. nullopt on bad syntax.
+// "<addr>" or "<>" from a MAIL FROM:/RCPT TO: argument, parameters split off. nullopt on bad
+// syntax.
 struct smtp_path {
     std::string address; // as written, without angle brackets ("" = null reverse-path)
     std::vector<std::pair<std::string, std::string>> params; // upper-cased keys

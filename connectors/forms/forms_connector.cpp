@@ -13,10 +13,10 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <stdexcept>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -144,8 +144,8 @@ subscription_settings parse_settings(std::string_view id, std::string_view json)
     auto v = parse_json(json, "settings");
     const auto& o = as_object(v, "settings");
     static const std::vector<std::string_view> known{
-        "allowedOrigins", "honeypotField", "tokenSecret", "tokenTtl",  "tokenField",
-        "submissionIdField", "dedupWindow", "successUrl", "errorUrl"};
+        "allowedOrigins",    "honeypotField", "tokenSecret", "tokenTtl", "tokenField",
+        "submissionIdField", "dedupWindow",   "successUrl",  "errorUrl"};
     for (const auto& kv : o) {
         if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
             throw config_error("unknown setting " + std::string(kv.key()));
@@ -210,15 +210,15 @@ struct request_shape {
 };
 
 class forms_connector final : public connector {
-public:
+  public:
     static connector_info info() {
         connector_info i;
         i.name = "forms";
         i.version = "1.0.0";
         i.status = "alpha";
-        i.security_posture =
-            "Checks Origin/Referer against an allow-list, optional HMAC form tokens and a honeypot; "
-            "browsers are not authenticated, so treat all fields as untrusted.";
+        i.security_posture = "Checks Origin/Referer against an allow-list, optional HMAC form "
+                             "tokens and a honeypot; "
+                             "browsers are not authenticated, so treat all fields as untrusted.";
         i.source = "form";
         i.config_schema_json = config_schema;
         i.subscription_schema_json = subscription_schema;
@@ -319,7 +319,7 @@ public:
         handle_post(shape, r, *s);
     }
 
-private:
+  private:
     static void send(request_shape& shape, const reply& rep) {
         shape.req.respond(rep.status, rep.headers, rep.body);
     }
@@ -412,7 +412,8 @@ private:
         boost::json::object o{{"token", issue_form_token(s.token_secret, s.id, expiry, nonce_hex)},
                               {"field", s.token_field},
                               {"expiresAt", expiry}};
-        reply rep{200, {{"content-type", "application/json"}, {"cache-control", "no-store"}},
+        reply rep{200,
+                  {{"content-type", "application/json"}, {"cache-control", "no-store"}},
                   boost::json::serialize(o)};
         add_cors(rep, shape);
         send(shape, rep);
@@ -448,10 +449,9 @@ private:
                 bool size = parsed.error == multipart_error::part_too_large ||
                             parsed.error == multipart_error::too_large ||
                             parsed.error == multipart_error::too_many_parts;
-                finish_error(*shape, size ? 413 : 400,
-                             size ? "payload_too_large" : "validation_error",
-                             std::string("multipart body refused: ") +
-                                 std::string(to_string(parsed.error)));
+                finish_error(
+                    *shape, size ? 413 : 400, size ? "payload_too_large" : "validation_error",
+                    std::string("multipart body refused: ") + std::string(to_string(parsed.error)));
                 return;
             }
             for (auto& part : parsed.parts) {
@@ -532,9 +532,8 @@ private:
         ev.received_at_ms = r.received_at_ms > 0 ? r.received_at_ms : host_.now_ms();
         ev.provider_event_id = provider_event_id(
             s.id, fields, files,
-            s.submission_id_field.empty()
-                ? std::nullopt
-                : std::optional<std::string_view>(s.submission_id_field),
+            s.submission_id_field.empty() ? std::nullopt
+                                          : std::optional<std::string_view>(s.submission_id_field),
             ev.received_at_ms, s.dedup_window_s);
         ev.verified = true; // origin (and the token when configured) checked
         ev.content_json = form_content_json(fields, files);

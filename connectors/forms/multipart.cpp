@@ -15,12 +15,12 @@ std::string lower(std::string_view s) {
 }
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
-                          s.front() == '\n')) {
+    while (!s.empty() &&
+           (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
         s.remove_prefix(1);
     }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                          s.back() == '\n')) {
+    while (!s.empty() &&
+           (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
         s.remove_suffix(1);
     }
     return s;
@@ -51,7 +51,8 @@ std::string decode_rfc2231(std::string_view v) {
     std::string out;
     out.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
-        if (v[i] == '%' && i + 2 < v.size() && hex_value(v[i + 1]) >= 0 && hex_value(v[i + 2]) >= 0) {
+        if (v[i] == '%' && i + 2 < v.size() && hex_value(v[i + 1]) >= 0 &&
+            hex_value(v[i + 2]) >= 0) {
             out.push_back(static_cast<char>(hex_value(v[i + 1]) * 16 + hex_value(v[i + 2])));
             i += 2;
         } else {

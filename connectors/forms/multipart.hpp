@@ -14,8 +14,9 @@ namespace wopbridge::forms {
 
 using param_list = std::vector<std::pair<std::string, std::string>>;
 
-// A parsed `type/subtype; k=v; ...` or `disposition; k=v` header value. Names are lower-cased; values
-// are unquoted, RFC 2231 `name*=charset''pct` values decoded (charset is kept as given, bytes as-is).
+// A parsed `type/subtype; k=v; ...` or `disposition; k=v` header value. Names are lower-cased;
+// values are unquoted, RFC 2231 `name*=charset''pct` values decoded (charset is kept as given,
+// bytes as-is).
 struct header_value {
     std::string value; // lower-cased token before the first ';'
     param_list params;
@@ -38,11 +39,11 @@ struct multipart_part {
 
 enum class multipart_error {
     none,
-    no_boundary,    // Content-Type without a usable boundary parameter
-    malformed,      // delimiter, header or line structure broken
+    no_boundary, // Content-Type without a usable boundary parameter
+    malformed,   // delimiter, header or line structure broken
     too_many_parts,
     part_too_large,
-    too_large,      // total body larger than max_total_bytes
+    too_large, // total body larger than max_total_bytes
 };
 std::string_view to_string(multipart_error e) noexcept;
 

@@ -31,7 +31,7 @@ constexpr const char* signing_key = "mailgun-signing-key-0123456789";
 
 // A raw loopback SMTP client for what smtplib hides (pipelined writes, the shutdown reply).
 class raw_client {
-public:
+  public:
     explicit raw_client(int port) {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in addr{};
@@ -75,7 +75,7 @@ public:
         return out;
     }
 
-private:
+  private:
     int fd_ = -1;
     bool connected_ = false;
     std::string pending_;
@@ -83,7 +83,7 @@ private:
 };
 
 class EmailConnectorTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         static const bool have_python =
             std::system("python3 -c 'import smtplib' >/dev/null 2>&1") == 0;
@@ -119,8 +119,9 @@ protected:
     }
 
     // Runs one smtplib session; returns its JSON summary.
-    boost::json::object smtp(const std::string& message, const std::string& rcpts = "in@bridge.test",
-                             bool size_param = false, std::string options = {}) {
+    boost::json::object smtp(const std::string& message,
+                             const std::string& rcpts = "in@bridge.test", bool size_param = false,
+                             std::string options = {}) {
         if (size_param) {
             options = options.empty() ? "size" : options + ",size";
         }
@@ -212,7 +213,8 @@ TEST_F(EmailConnectorTest, PlainMessageOverSmtpSubmitsOneEvent) {
     auto email = boost::json::parse(submits[0].content_json).at("email").as_object();
     EXPECT_EQ(email.at("from"), "Sender <sender@example.com>");
     EXPECT_EQ(email.at("to"), (boost::json::array{"in@bridge.test"}));
-    EXPECT_EQ(email.at("subject"), "Gr\xC3\xBC\xC3\x9F" "e");
+    EXPECT_EQ(email.at("subject"), "Gr\xC3\xBC\xC3\x9F"
+                                   "e");
     EXPECT_EQ(email.at("text"), "Hello from smtplib\r\n.starts with a dot\r\n");
     EXPECT_FALSE(email.contains("html"));
     EXPECT_TRUE(h_.violations().empty());
@@ -369,8 +371,8 @@ TEST_F(EmailConnectorTest, StartTlsThenAuth) {
     auto cert = dir_.path() / "cert.pem";
     auto key = dir_.path() / "key.pem";
     std::string gen = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-                      "-keyout '" + key.string() + "' -out '" + cert.string() +
-                      "' >/dev/null 2>&1";
+                      "-keyout '" +
+                      key.string() + "' -out '" + cert.string() + "' >/dev/null 2>&1";
     if (std::system(gen.c_str()) != 0) {
         GTEST_SKIP() << "openssl CLI not available to make a test certificate";
     }

@@ -87,8 +87,7 @@ TEST_F(MimeTest, QuotedPrintableBody) {
 
 TEST_F(MimeTest, EncodedWordSubjects) {
     EXPECT_EQ(decode_encoded_words("=?UTF-8?B?SMOpbGxv?="), "H\xC3\xA9llo");
-    EXPECT_EQ(decode_encoded_words("=?iso-8859-1?Q?Caf=E9_cr=E8me?="),
-              "Caf\xC3\xA9 cr\xC3\xA8me");
+    EXPECT_EQ(decode_encoded_words("=?iso-8859-1?Q?Caf=E9_cr=E8me?="), "Caf\xC3\xA9 cr\xC3\xA8me");
     // Whitespace between adjacent encoded-words disappears; around plain text it stays.
     EXPECT_EQ(decode_encoded_words("=?UTF-8?Q?a?= =?UTF-8?Q?b?= c"), "ab c");
     EXPECT_EQ(decode_encoded_words("Re: =?windows-1252?Q?=93quoted=94?="),
@@ -103,11 +102,14 @@ TEST_F(MimeTest, Iso88591BodyBecomesUtf8) {
     std::string raw = "Subject: =?ISO-8859-1?Q?Gr=FC=DFe?=\r\n"
                       "Content-Type: text/plain; charset=\"ISO-8859-1\"\r\n"
                       "Content-Transfer-Encoding: 8bit\r\n\r\n"
-                      "Gr\xFC\xDF" "e \x80";
+                      "Gr\xFC\xDF"
+                      "e \x80";
     auto m = parse_message(raw);
     ASSERT_TRUE(m);
-    EXPECT_EQ(m->subject, "Gr\xC3\xBC\xC3\x9F" "e");
-    EXPECT_EQ(m->text, "Gr\xC3\xBC\xC3\x9F" "e \xE2\x82\xAC");
+    EXPECT_EQ(m->subject, "Gr\xC3\xBC\xC3\x9F"
+                          "e");
+    EXPECT_EQ(m->text, "Gr\xC3\xBC\xC3\x9F"
+                       "e \xE2\x82\xAC");
     EXPECT_FALSE(m->unconverted_charset);
 }
 

@@ -6,7 +6,7 @@ namespace wopbridge::email {
 namespace {
 
 class SmtpSessionTest : public ::testing::Test {
-protected:
+  protected:
     smtp_session make(smtp_config cfg = {}) {
         cfg.hostname = "mx.test";
         smtp_hooks hooks;

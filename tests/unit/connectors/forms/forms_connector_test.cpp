@@ -16,7 +16,7 @@ constexpr const char* origin = "https://www.example.com";
 constexpr const char* secret = "form-token-secret-0123456789";
 
 class FormsConnectorTest : public ::testing::Test {
-protected:
+  protected:
     void bring_up(const std::string& settings, const std::string& config = "{}") {
         subscription_spec sub;
         sub.id = "sub-1";
@@ -191,7 +191,10 @@ TEST_F(FormsConnectorTest, HoneypotLooksAcceptedButSubmitsNothing) {
     auto submits = h_.submits();
     ASSERT_EQ(submits.size(), 1u);
     EXPECT_FALSE(boost::json::parse(submits[0].content_json)
-                     .at("form").at("fields").as_object().contains("website"));
+                     .at("form")
+                     .at("fields")
+                     .as_object()
+                     .contains("website"));
 }
 
 TEST_F(FormsConnectorTest, TokenIssuedVerifiedAndStripped) {

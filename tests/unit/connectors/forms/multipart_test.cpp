@@ -6,20 +6,19 @@ namespace wopbridge::forms {
 namespace {
 
 class MultipartTest : public ::testing::Test {
-protected:
+  protected:
     multipart_limits limits_;
 };
 
 TEST_F(MultipartTest, ParsesFieldsAndFileWithCrlf) {
-    std::string body =
-        "--XyZ\r\n"
-        "Content-Disposition: form-data; name=\"name\"\r\n\r\n"
-        "Ada Lovelace\r\n"
-        "--XyZ\r\n"
-        "Content-Disposition: form-data; name=\"cv\"; filename=\"cv.pdf\"\r\n"
-        "Content-Type: application/pdf\r\n\r\n"
-        "%PDF\r\n--not-a-boundary\r\n" +
-        std::string("\0\x01", 2) + "\r\n--XyZ--\r\nepilogue";
+    std::string body = "--XyZ\r\n"
+                       "Content-Disposition: form-data; name=\"name\"\r\n\r\n"
+                       "Ada Lovelace\r\n"
+                       "--XyZ\r\n"
+                       "Content-Disposition: form-data; name=\"cv\"; filename=\"cv.pdf\"\r\n"
+                       "Content-Type: application/pdf\r\n\r\n"
+                       "%PDF\r\n--not-a-boundary\r\n" +
+                       std::string("\0\x01", 2) + "\r\n--XyZ--\r\nepilogue";
     auto r = parse_multipart(body, "XyZ", limits_);
     ASSERT_EQ(r.error, multipart_error::none);
     ASSERT_EQ(r.parts.size(), 2u);
@@ -87,8 +86,9 @@ TEST_F(MultipartTest, EnforcesPartAndTotalSize) {
 }
 
 TEST_F(MultipartTest, BoundaryFromContentType) {
-    EXPECT_EQ(boundary_of("multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxk").value_or(""),
-              "----WebKitFormBoundary7MA4YWxk");
+    EXPECT_EQ(
+        boundary_of("multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxk").value_or(""),
+        "----WebKitFormBoundary7MA4YWxk");
     EXPECT_EQ(boundary_of("Multipart/Form-Data; charset=utf-8; boundary=\"a b:c\"").value_or(""),
               "a b:c");
     EXPECT_FALSE(boundary_of("multipart/form-data"));
