@@ -190,8 +190,12 @@ bool smtp_server::stop(std::int64_t wait_ms) {
         }
     }
     std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::milliseconds(wait_ms > 0 ? wait_ms : 0),
-                        [&] { return active_ == 0; });
+    bool idle = cv_.wait_for(lock, std::chrono::milliseconds(wait_ms > 0 ? wait_ms : 0),
+                             [&] { return active_ == 0; });
+    if (!idle) {
+        abort_ = true;
+    }
+    return idle;
 }
 
 void smtp_server::accept_loop() {
@@ -308,7 +312,7 @@ void smtp_server::serve(int fd) {
                 }
             }
         }
-        if (stopping_ && !session.in_data()) {
+        if (stopping_ && (!session.in_data() || abort_)) {
             conn.write_all(session.shutdown_reply());
             return;
         }

@@ -42,8 +42,9 @@ class smtp_server {
     // Binds and starts accepting. Returns "" or a one-line reason.
     std::string start();
     std::uint16_t bound_port() const noexcept { return bound_port_; }
-    // Stops accepting, tells idle sessions 421 and waits for sessions until deadline (steady ms
-    // from now). Returns false when some session was still busy at the deadline.
+    // Stops accepting, tells idle sessions 421 and waits for sessions for wait_ms. Sessions still
+    // reading a message at the deadline are then cut off (the sender retries; nothing was
+    // acknowledged). Returns false when some session was still busy at the deadline.
     bool stop(std::int64_t wait_ms);
 
   private:
@@ -59,6 +60,7 @@ class smtp_server {
     int wake_pipe_[2] = {-1, -1};
     std::uint16_t bound_port_ = 0;
     std::atomic<bool> stopping_{false};
+    std::atomic<bool> abort_{false}; // past the stop deadline: close even mid-DATA
     std::thread acceptor_;
     std::mutex mu_;
     std::condition_variable cv_;

@@ -412,6 +412,18 @@ TEST_F(EmailConnectorTest, StopAnswers421ToIdleSessions) {
     EXPECT_FALSE(raw_client(port_).connected());
 }
 
+TEST_F(EmailConnectorTest, StopCutsOffAStalledDataPhaseWithoutSubmitting) {
+    bring_up();
+    raw_client c(port_);
+    ASSERT_TRUE(c.connected());
+    c.write("EHLO c.test\r\nMAIL FROM:<a@example.com>\r\nRCPT TO:<in@bridge.test>\r\nDATA\r\n");
+    EXPECT_EQ(c.replies(5), (std::vector<std::string>{"220", "250", "250", "250", "354"}));
+    c.write("Subject: never finished\r\n\r\nhalf a mess");
+    EXPECT_EQ(h_.stop(std::chrono::milliseconds(200)), WB_ERR_BUSY);
+    EXPECT_EQ(c.replies(1), (std::vector<std::string>{"421"}));
+    EXPECT_TRUE(h_.submits().empty());
+}
+
 TEST_F(EmailConnectorTest, SecretsNeverLogged) {
     bring_up(R"(,"auth":{"username":"u","password":"smtp-password-123"})");
     h_.send(webhook("token-ffffffffffffffff", false));
