@@ -4,6 +4,8 @@
 #include "support/temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
 #include <boost/json/value.hpp>
 
 #include <algorithm>
@@ -21,6 +23,8 @@
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
+
+#include <yaml-cpp/yaml.h>
 
 namespace wopbridge::testing {
 
@@ -70,7 +74,76 @@ std::int64_t system_now_ms() {
         .count();
 }
 
+std::string substitute_env(const std::string& text) {
+    std::string out;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        const auto open = text.find("${", pos);
+        const auto close = open == std::string::npos ? std::string::npos : text.find('}', open);
+        if (close == std::string::npos) {
+            out.append(text, pos, std::string::npos);
+            break;
+        }
+        out.append(text, pos, open - pos);
+        out += "test-" + text.substr(open + 2, close - open - 2);
+        pos = close + 1;
+    }
+    return out;
+}
+
+boost::json::value yaml_to_json(const YAML::Node& node) {
+    switch (node.Type()) {
+    case YAML::NodeType::Map: {
+        boost::json::object obj;
+        for (const auto& kv : node) {
+            obj[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+        }
+        return obj;
+    }
+    case YAML::NodeType::Sequence: {
+        boost::json::array arr;
+        for (const auto& item : node) {
+            arr.push_back(yaml_to_json(item));
+        }
+        return arr;
+    }
+    case YAML::NodeType::Scalar: {
+        const std::string text = node.Scalar();
+        if (node.Tag() != "!") { // plain (unquoted) scalars may be numbers or booleans
+            if (text == "true" || text == "false") {
+                return text == "true";
+            }
+            if (!text.empty() && text.find_first_not_of("-0123456789") == std::string::npos) {
+                try {
+                    return std::stoll(text);
+                } catch (...) {
+                }
+            }
+        }
+        return boost::json::string(substitute_env(text));
+    }
+    default:
+        return nullptr;
+    }
+}
+
 } // namespace
+
+std::string settings_from_config(const std::string& yaml_path, std::string_view connector_name,
+                                 bool subscription) {
+    const YAML::Node root = YAML::LoadFile(yaml_path);
+    const char* list = subscription ? "subscriptions" : "connectors";
+    const char* key = subscription ? "id" : "name";
+    for (const auto& entry : root[list]) {
+        if (entry[key] && entry[key].as<std::string>() == connector_name) {
+            if (!entry["settings"]) {
+                return "{}";
+            }
+            return boost::json::serialize(yaml_to_json(entry["settings"]));
+        }
+    }
+    throw std::runtime_error(yaml_path + ": no " + list + " entry " + std::string(connector_name));
+}
 
 // ---------------------------------------------------------------------------------------------
 // pending_reply
@@ -278,9 +351,10 @@ struct connector_harness::impl {
             std::lock_guard lock(s.mu);
             const std::string key = rec.subscription_id + '\0' + rec.provider_event_id;
             if (s.subscribed.count(rec.subscription_id) == 0) {
-                rec.outcome = WB_SUBMIT_REFUSED;
-                rec.reason = "not_found";
-            } else if (auto it = s.dedup.find(key); it != s.dedup.end()) {
+                // As the real host: a connector only submits for subscriptions it was handed.
+                return WB_ERR_INVALID;
+            }
+            if (auto it = s.dedup.find(key); it != s.dedup.end()) {
                 rec.outcome = WB_SUBMIT_DUPLICATE;
                 rec.run_id = it->second;
             } else if (s.mode == submit_mode::refuse) {

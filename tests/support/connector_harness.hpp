@@ -8,12 +8,17 @@
 // respond() call.
 //
 // The host side is real enough to catch mistakes:
+//  - submit() for a subscription id that was never subscribed (or was unsubscribed) returns
+//    WB_ERR_INVALID without recording it or calling `done`, as the real host does.
 //  - submit() copies the wb_inbound_event, keeps an in-memory dedup map keyed on
 //    (subscription_id, provider_event_id) and completes on the harness worker thread (never inside
 //    submit(), as a real host does after its durable commit) with a scripted outcome:
 //    accepted (fresh run id), duplicate (the first run's id), held, or refused(reason).
 //  - respond() copies the response; a second respond() for the same request, or a respond() while
-//    that request's submit is still uncommitted, is recorded as a protocol violation.
+//    that request's submit is still uncommitted, is recorded as a protocol violation. (The second
+//    check is heuristic: it fires when a submit is uncommitted and the responding request is the
+//    only one open, so it assumes submits come from HTTP requests. For listener connectors, prove
+//    ack-after-commit with pause_submit_completion() instead.)
 //  - store_attachment() writes through the core blob_store into a temp dir.
 //  - post_task() runs tasks on the worker thread (delays in real steady time); tasks still queued
 //    at stop()/destruction are run, as the ABI promises.
@@ -106,6 +111,14 @@ struct subscription_spec {
 // mode (a refused submit is not remembered, as a real host commits nothing).
 enum class submit_mode { accept, hold, refuse };
 
+// Reads a wopbridge YAML config (e.g. examples/<name>/wopbridge.yaml) and returns the `settings`
+// of the connectors[] entry named `connector_name` (or of the subscriptions[] entry with that id
+// when `subscription` is true) as JSON text, with every ${VAR} replaced by "test-<VAR>". Integer and
+// boolean scalars become JSON numbers/booleans. Throws std::runtime_error when the entry is absent.
+// Lets a module test prove that the example configs carry settings the module accepts.
+std::string settings_from_config(const std::string& yaml_path, std::string_view connector_name,
+                                 bool subscription = false);
+
 class connector_harness {
 public:
     static constexpr std::string_view public_base = "https://bridge.example.com";
@@ -135,7 +148,7 @@ public:
     wb_status unsubscribe(std::string_view id);
     wb_status stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
     void destroy();
-    // create + start + subscribe; on failure, ADD_FAILURE-free: returns the first non-OK status.
+    // create + start + subscribe, stopping at (and returning) the first non-OK status.
     wb_status bring_up(std::string_view config_json, const subscription_spec& sub = {},
                        std::string* error = nullptr);
 
@@ -160,8 +173,9 @@ public:
     // Waits until at least n submits were made; false on timeout.
     bool wait_for_submits(std::size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(5));
     std::vector<std::string> log_lines() const; // "<level> <message>"
-    // Protocol violations seen by the host side (double respond, respond before commit, submit
-    // with a subscription id that was never subscribed, ...). Expect empty.
+    // Protocol violations seen by the host side (double or unknown respond, respond while the
+    // request's submit is uncommitted, content_json not {"<source>":{...}}, empty
+    // provider_event_id, ...). Expect empty.
     std::vector<std::string> violations() const;
     std::vector<std::string> registered_subscriptions() const; // ids passed to register_subscription
     std::filesystem::path attachment_dir() const;

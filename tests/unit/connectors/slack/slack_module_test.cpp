@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace wopbridge::testing {
 namespace {
@@ -325,6 +328,15 @@ TEST_F(SlackModuleTest, UnknownSubscriptionIs404) {
     EXPECT_TRUE(harness_.submits().empty());
 }
 
+TEST_F(SlackModuleTest, UnsubscribedIs404) {
+    bring_up();
+    EXPECT_EQ(harness_.send(signed_request(event_body("Ev1"))).status, 200);
+    EXPECT_EQ(harness_.unsubscribe("sub-1"), WB_OK);
+    EXPECT_EQ(harness_.unsubscribe("never-there"), WB_OK);
+    expect_envelope(harness_.send(signed_request(event_body("Ev2"))), 404, "not_found");
+    EXPECT_EQ(harness_.submits().size(), 1u);
+}
+
 TEST_F(SlackModuleTest, NotActiveIs409) {
     bring_up();
     harness_.set_submit_mode(submit_mode::refuse, "subscription_not_active");
@@ -387,6 +399,51 @@ TEST_F(SlackModuleTest, StopDrainsAndRefusesNewRequests) {
     auto reply = pending.wait();
     ASSERT_TRUE(reply);
     EXPECT_EQ(reply->status, 200);
+}
+
+TEST_F(SlackModuleTest, ConcurrentRequestsAreEachAnsweredOnce) {
+    bring_up();
+    constexpr int threads = 8;
+    constexpr int per_thread = 25;
+    std::vector<std::thread> senders;
+    std::atomic<int> ok{0};
+    for (int t = 0; t < threads; ++t) {
+        senders.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i) {
+                // Half the requests repeat one event id across all threads (a retry storm).
+                const std::string id = i % 2 == 0 ? "EvSHARED" + std::to_string(i)
+                                                  : "Ev" + std::to_string(t) + "-" + std::to_string(i);
+                if (harness_.send(signed_request(event_body(id))).status == 200) {
+                    ++ok;
+                }
+            }
+        });
+    }
+    for (auto& s : senders) {
+        s.join();
+    }
+    EXPECT_EQ(ok.load(), threads * per_thread);
+    auto submits = harness_.submits();
+    ASSERT_EQ(submits.size(), static_cast<std::size_t>(threads * per_thread));
+    std::size_t accepted = 0;
+    for (const auto& s : submits) {
+        accepted += s.outcome == WB_SUBMIT_ACCEPTED ? 1 : 0;
+    }
+    // 13 shared ids (i = 0, 2, ..., 24) once each, plus every thread's own odd-numbered ids.
+    EXPECT_EQ(accepted, 13u + threads * 12u);
+}
+
+TEST_F(SlackModuleTest, ExampleConfigSettingsAreAccepted) {
+    const std::string path = std::string(WOPBRIDGE_SOURCE_DIR) + "/examples/slack/wopbridge.yaml";
+    const std::string settings = settings_from_config(path, "slack");
+    auto [status, reason] = harness_.validate(settings);
+    EXPECT_EQ(status, WB_OK) << reason << " in " << settings;
+    EXPECT_NE(settings.find("test-SLACK_SIGNING_SECRET"), std::string::npos);
+    std::string error;
+    subscription_spec sub;
+    sub.id = "support-inbox";
+    sub.settings_json = settings_from_config(path, "support-inbox", true);
+    EXPECT_EQ(harness_.bring_up(settings, sub, &error), WB_OK) << error;
 }
 
 } // namespace

@@ -300,5 +300,36 @@ TEST_F(SmsModuleTest, SecretsAndContentNeverReachTheLog) {
     }
 }
 
+TEST_F(SmsModuleTest, ExampleConfigSettingsAreAccepted) {
+    const std::string path = std::string(WOPBRIDGE_SOURCE_DIR) + "/examples/sms/wopbridge.yaml";
+    const std::string settings = settings_from_config(path, "sms");
+    auto [status, reason] = harness_.validate(settings);
+    EXPECT_EQ(status, WB_OK) << reason << " in " << settings;
+    std::string error;
+    subscription_spec sub;
+    sub.id = "sms-inbox";
+    sub.settings_json = settings_from_config(path, "sms-inbox", true);
+    EXPECT_EQ(harness_.bring_up(settings, sub, &error), WB_OK) << error;
+}
+
+// The curl recipe of examples/sms/README.md: the shell's concatenation, curl's encoding.
+TEST_F(SmsModuleTest, ExampleReadmeRecipeVerifies) {
+    bring_up(R"({"authToken":"readme-token","autoReply":"Thanks!"})", "{}");
+    const std::string url = std::string(connector_harness::public_base) + "/v1/ingest/sub-1";
+    const std::string text = "Printer on fire & smoking";
+    const std::string data = url + "AccountSidAC0001Body" + text +
+                             "From+15551230000MessageSidSM1NumMedia0To+15559870000";
+    http_request_spec req;
+    req.headers = {{"content-type", form_type},
+                   {"x-twilio-signature",
+                    sig::base64_encode(sig::hmac_sha1("readme-token", data))}};
+    req.body = "AccountSid=AC0001&Body=Printer%20on%20fire%20%26%20smoking&From=%2B15551230000"
+               "&MessageSid=SM1&NumMedia=0&To=%2B15559870000";
+    auto reply = harness_.send(req);
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_NE(reply.body.find("<Message>Thanks!</Message>"), std::string::npos);
+    EXPECT_EQ(harness_.submits().size(), 1u);
+}
+
 } // namespace
 } // namespace wopbridge::testing
