@@ -424,6 +424,27 @@ TEST_F(EmailConnectorTest, StopCutsOffAStalledDataPhaseWithoutSubmitting) {
     EXPECT_TRUE(h_.submits().empty());
 }
 
+// examples/email: the config's settings are accepted (listen moved to port 0) and mail to the
+// example address gets through.
+TEST_F(EmailConnectorTest, ExampleConfigIsAccepted) {
+    const std::string path = std::string(WOPBRIDGE_SOURCE_DIR) + "/examples/email/wopbridge.yaml";
+    const auto config = wopbridge::testing::settings_from_config(path, "email");
+    EXPECT_EQ(h_.validate(config).first, WB_OK);
+    auto obj = boost::json::parse(config).as_object();
+    obj["listen"] = "127.0.0.1:0";
+    subscription_spec sub;
+    sub.id = "support-mail";
+    sub.source = "email";
+    sub.settings_json = wopbridge::testing::settings_from_config(path, "support-mail", true);
+    std::string err;
+    ASSERT_EQ(h_.bring_up(boost::json::serialize(obj), sub, &err), WB_OK) << err;
+    port_ = find_port();
+    ASSERT_GT(port_, 0);
+    EXPECT_EQ(smtp(plain_message(), "support@example.test")["data"], 250);
+    EXPECT_EQ(smtp(plain_message(), "sales@example.test")["rcpt"], (boost::json::array{550}));
+    EXPECT_EQ(h_.submits().size(), 1u);
+}
+
 TEST_F(EmailConnectorTest, SecretsNeverLogged) {
     bring_up(R"(,"auth":{"username":"u","password":"smtp-password-123"})");
     h_.send(webhook("token-ffffffffffffffff", false));

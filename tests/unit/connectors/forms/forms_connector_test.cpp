@@ -267,5 +267,50 @@ TEST_F(FormsConnectorTest, SecretNeverLogged) {
     }
 }
 
+// examples/forms: the config's settings are accepted and the page's flow (token, multipart post
+// from the page origin, browser redirect) works against them.
+TEST_F(FormsConnectorTest, ExampleConfigAndPageFlow) {
+    const std::string path = std::string(WOPBRIDGE_SOURCE_DIR) + "/examples/forms/wopbridge.yaml";
+    const auto config = wopbridge::testing::settings_from_config(path, "forms");
+    EXPECT_EQ(h_.validate(config).first, WB_OK);
+    subscription_spec sub;
+    sub.id = "contact";
+    sub.source = "form";
+    sub.settings_json = wopbridge::testing::settings_from_config(path, "contact", true);
+    std::string err;
+    ASSERT_EQ(h_.bring_up(config, sub, &err), WB_OK) << err;
+
+    http_request_spec get;
+    get.subscription_id = "contact";
+    get.method = "GET";
+    get.target = "/v1/ingest/contact/token";
+    get.headers = {{"origin", "http://127.0.0.1:8000"}};
+    auto token_reply = h_.send(get);
+    ASSERT_EQ(token_reply.status, 200);
+    EXPECT_EQ(token_reply.header("access-control-allow-origin"), "http://127.0.0.1:8000");
+    auto token = std::string(boost::json::parse(token_reply.body).at("token").as_string());
+
+    http_request_spec post;
+    post.subscription_id = "contact";
+    post.headers = {{"content-type", "multipart/form-data; boundary=pg"},
+                    {"origin", "http://127.0.0.1:8000"},
+                    {"accept", "text/html,application/xhtml+xml"}};
+    auto field = [](const std::string& n, const std::string& v) {
+        return "--pg\r\nContent-Disposition: form-data; name=\"" + n + "\"\r\n\r\n" + v + "\r\n";
+    };
+    post.body = field("_token", token) + field("submission_id", "6f1c") + field("name", "Ada") +
+                field("website", "") + field("message", "hi") + "--pg--\r\n";
+    auto reply = h_.send(post);
+    EXPECT_EQ(reply.status, 303);
+    EXPECT_EQ(reply.header("location"), "http://127.0.0.1:8000/thanks.html");
+    auto submits = h_.submits();
+    ASSERT_EQ(submits.size(), 1u);
+    EXPECT_EQ(submits[0].provider_event_id, "submission:6f1c");
+    auto fields = boost::json::parse(submits[0].content_json).at("form").at("fields").as_object();
+    EXPECT_FALSE(fields.contains("_token"));
+    EXPECT_FALSE(fields.contains("website"));
+    EXPECT_EQ(fields.at("name"), "Ada");
+}
+
 } // namespace
 } // namespace wopbridge::forms
