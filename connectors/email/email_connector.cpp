@@ -1,0 +1,649 @@
+// The email connector module: an SMTP listener (WB_CAP_LISTENER) and an inbound-parse webhook
+// (WB_CAP_HTTP_INGEST) on the same module. Built on the SDK's C++ wrapper (connector.hpp), which
+// owns the C ABI trampolines and catches everything at the boundary.
+
+#include "email_event.hpp"
+#include "inbound_parse.hpp"
+#include "mime.hpp"
+#include "smtp_server.hpp"
+
+#include "forms/form_logic.hpp"
+#include "forms/multipart.hpp"
+
+#include <wopbridge/connector.hpp>
+#include <wopbridge/signatures.hpp>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace wopbridge::email {
+namespace {
+
+constexpr const char* config_schema = R"json({
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "listen": {"type": "string", "default": "127.0.0.1:2525",
+               "description": "SMTP host:port; port 0 = ephemeral; empty = no listener"},
+    "hostname": {"type": "string", "default": "localhost"},
+    "maxMessageBytes": {"type": "integer", "minimum": 1024, "default": 26214400},
+    "maxRecipients": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
+    "maxConnections": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 32},
+    "maxAttachments": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 64},
+    "commandTimeout": {"type": "integer", "minimum": 1, "default": 300},
+    "dataTimeout": {"type": "integer", "minimum": 1, "default": 600},
+    "tls": {"type": "object", "additionalProperties": false, "required": ["certFile", "keyFile"],
+            "properties": {"certFile": {"type": "string"}, "keyFile": {"type": "string"}}},
+    "auth": {"type": "object", "additionalProperties": false, "required": ["username", "password"],
+             "properties": {"username": {"type": "string"},
+                            "password": {"type": "string", "writeOnly": true}}},
+    "webhookSigningKey": {"type": "string", "writeOnly": true},
+    "webhookTolerance": {"type": "integer", "minimum": 1, "maximum": 86400, "default": 300},
+    "replayCacheSize": {"type": "integer", "minimum": 16, "default": 10000},
+    "maxWebhookBytes": {"type": "integer", "minimum": 1024, "default": 26214400}
+  }
+})json";
+
+constexpr const char* subscription_schema = R"json({
+  "type": "object",
+  "additionalProperties": false,
+  "properties": {
+    "addresses": {"type": "array", "items": {"type": "string"},
+                  "description": "RCPT TO addresses routed to this subscription (SMTP)"}
+  }
+})json";
+
+// Thrown by settings parsing; the wrapper turns it into WB_ERR_INVALID with what() as the reason.
+struct config_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct email_config {
+    bool listen = true;
+    std::string listen_host = "127.0.0.1";
+    std::uint16_t listen_port = 2525;
+    std::string hostname = "localhost";
+    std::size_t max_message_bytes = 25 * 1024 * 1024;
+    std::size_t max_recipients = 100;
+    std::size_t max_connections = 32;
+    std::size_t max_attachments = 64;
+    std::int64_t command_timeout_s = 300;
+    std::int64_t data_timeout_s = 600;
+    std::string tls_cert;
+    std::string tls_key;
+    std::string auth_user;
+    std::string auth_password;
+    std::string webhook_key;
+    std::int64_t webhook_tolerance_s = 300;
+    std::size_t replay_cache_size = 10000;
+    std::size_t max_webhook_bytes = 25 * 1024 * 1024;
+};
+
+boost::json::value parse_json(std::string_view text, std::string_view what) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(text.empty() ? std::string_view("{}") : text, ec);
+    if (ec || !v.is_object()) {
+        throw config_error(std::string(what) + " must be a JSON object");
+    }
+    return v;
+}
+
+std::int64_t get_int(const boost::json::object& o, std::string_view key, std::int64_t def,
+                     std::int64_t min, std::int64_t max) {
+    auto it = o.find(key);
+    if (it == o.end()) {
+        return def;
+    }
+    if (!it->value().is_int64() && !it->value().is_uint64()) {
+        throw config_error(std::string(key) + " must be an integer");
+    }
+    auto v = it->value().is_int64() ? it->value().as_int64()
+                                    : static_cast<std::int64_t>(it->value().as_uint64());
+    if (v < min || v > max) {
+        throw config_error(std::string(key) + " is out of range");
+    }
+    return v;
+}
+
+std::string get_string(const boost::json::object& o, std::string_view key, std::string def,
+                       bool allow_empty = false) {
+    auto it = o.find(key);
+    if (it == o.end()) {
+        return def;
+    }
+    if (!it->value().is_string() || (!allow_empty && it->value().as_string().empty())) {
+        throw config_error(std::string(key) + " must be a non-empty string");
+    }
+    return std::string(it->value().as_string());
+}
+
+void check_keys(const boost::json::object& o, std::initializer_list<std::string_view> known,
+                std::string_view where) {
+    for (const auto& kv : o) {
+        if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
+            throw config_error("unknown " + std::string(where) + " key " + std::string(kv.key()));
+        }
+    }
+}
+
+email_config parse_config(std::string_view json) {
+    auto v = parse_json(json, "config");
+    const auto& o = v.as_object();
+    check_keys(o,
+               {"listen", "hostname", "maxMessageBytes", "maxRecipients", "maxConnections",
+                "maxAttachments", "commandTimeout", "dataTimeout", "tls", "auth",
+                "webhookSigningKey", "webhookTolerance", "replayCacheSize", "maxWebhookBytes"},
+               "config");
+    email_config c;
+    auto listen = get_string(o, "listen", "127.0.0.1:2525", true);
+    if (listen.empty()) {
+        c.listen = false;
+    } else {
+        auto colon = listen.rfind(':');
+        if (colon == std::string::npos) {
+            throw config_error("listen must be host:port");
+        }
+        auto host = listen.substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+            host = host.substr(1, host.size() - 2);
+        }
+        unsigned port = 0;
+        auto ps = std::string_view(listen).substr(colon + 1);
+        auto [p, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), port);
+        if (ec != std::errc{} || p != ps.data() + ps.size() || port > 65535) {
+            throw config_error("listen port must be 0..65535");
+        }
+        c.listen_host = host;
+        c.listen_port = static_cast<std::uint16_t>(port);
+    }
+    c.hostname = get_string(o, "hostname", "localhost");
+    if (c.hostname.find_first_of(" \r\n\t") != std::string::npos) {
+        throw config_error("hostname must not contain whitespace");
+    }
+    c.max_message_bytes = static_cast<std::size_t>(
+        get_int(o, "maxMessageBytes", 25 * 1024 * 1024, 1024, std::int64_t{1} << 34));
+    c.max_recipients = static_cast<std::size_t>(get_int(o, "maxRecipients", 100, 1, 10000));
+    c.max_connections = static_cast<std::size_t>(get_int(o, "maxConnections", 32, 1, 10000));
+    c.max_attachments = static_cast<std::size_t>(get_int(o, "maxAttachments", 64, 0, 10000));
+    c.command_timeout_s = get_int(o, "commandTimeout", 300, 1, 86400);
+    c.data_timeout_s = get_int(o, "dataTimeout", 600, 1, 86400);
+    if (auto it = o.find("tls"); it != o.end()) {
+        if (!it->value().is_object()) {
+            throw config_error("tls must be an object");
+        }
+        const auto& t = it->value().as_object();
+        check_keys(t, {"certFile", "keyFile"}, "tls");
+        c.tls_cert = get_string(t, "certFile", "");
+        c.tls_key = get_string(t, "keyFile", "");
+        if (c.tls_cert.empty() || c.tls_key.empty()) {
+            throw config_error("tls needs certFile and keyFile");
+        }
+    }
+    if (auto it = o.find("auth"); it != o.end()) {
+        if (!it->value().is_object()) {
+            throw config_error("auth must be an object");
+        }
+        const auto& a = it->value().as_object();
+        check_keys(a, {"username", "password"}, "auth");
+        c.auth_user = get_string(a, "username", "");
+        c.auth_password = get_string(a, "password", "");
+        if (c.auth_user.empty() || c.auth_password.empty()) {
+            throw config_error("auth needs username and password");
+        }
+    }
+    c.webhook_key = get_string(o, "webhookSigningKey", "");
+    c.webhook_tolerance_s = get_int(o, "webhookTolerance", 300, 1, 86400);
+    c.replay_cache_size =
+        static_cast<std::size_t>(get_int(o, "replayCacheSize", 10000, 16, 10'000'000));
+    c.max_webhook_bytes = static_cast<std::size_t>(
+        get_int(o, "maxWebhookBytes", 25 * 1024 * 1024, 1024, std::int64_t{1} << 34));
+    return c;
+}
+
+std::vector<std::string> parse_addresses(std::string_view json) {
+    auto v = parse_json(json, "settings");
+    const auto& o = v.as_object();
+    check_keys(o, {"addresses"}, "settings");
+    std::vector<std::string> out;
+    auto it = o.find("addresses");
+    if (it == o.end()) {
+        return out;
+    }
+    if (!it->value().is_array()) {
+        throw config_error("addresses must be an array of strings");
+    }
+    for (const auto& a : it->value().as_array()) {
+        if (!a.is_string() || a.as_string().empty() ||
+            a.as_string().find('@') == boost::json::string::npos) {
+            throw config_error("addresses entries must be mail addresses");
+        }
+        std::string addr(a.as_string());
+        std::transform(addr.begin(), addr.end(), addr.begin(),
+                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        out.push_back(std::move(addr));
+    }
+    return out;
+}
+
+// Collects the outcomes of several submits (one per matched subscription) for one SMTP message.
+// Shared with the callbacks so it outlives the last one however the threads interleave.
+struct submit_batch {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::size_t pending = 0;
+    bool all_committed = true;
+};
+
+class email_connector final : public connector {
+  public:
+    static connector_info info() {
+        connector_info i;
+        i.name = "email";
+        i.version = "1.0.0";
+        i.status = "alpha";
+        i.security_posture =
+            "SMTP: trusts the envelope (optional AUTH PLAIN, STARTTLS), no SPF/DKIM/DMARC "
+            "evaluation; inbound-parse webhook: HMAC-SHA256 over timestamp+token, replay cache.";
+        i.source = "email";
+        i.config_schema_json = config_schema;
+        i.subscription_schema_json = subscription_schema;
+        i.capabilities = WB_CAP_HTTP_INGEST | WB_CAP_LISTENER;
+        return i;
+    }
+
+    static status validate(std::string_view config, std::string& error) {
+        try {
+            parse_config(config);
+            return status::ok;
+        } catch (const config_error& e) {
+            error = e.what();
+            return status::invalid;
+        }
+    }
+
+    email_connector(host& h, std::string_view config)
+        : host_(h), cfg_(parse_config(config)),
+          replay_(cfg_.replay_cache_size, 2 * cfg_.webhook_tolerance_s) {
+        if (!WOPBRIDGE_API_HAS(h.api(), store_attachment)) {
+            throw std::runtime_error("host API too old: store_attachment missing");
+        }
+    }
+
+    ~email_connector() override {
+        server_.reset(); // waits for sessions, which wait for their submits
+        std::unique_lock lock(mu_);
+        idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
+    }
+
+    status start() override {
+        if (!cfg_.listen) {
+            return status::ok;
+        }
+        smtp_server_config sc;
+        sc.host = cfg_.listen_host;
+        sc.port = cfg_.listen_port;
+        sc.session.hostname = cfg_.hostname;
+        sc.session.max_message_bytes = cfg_.max_message_bytes;
+        sc.session.max_recipients = cfg_.max_recipients;
+        sc.session.auth_required = !cfg_.auth_user.empty();
+        sc.max_connections = cfg_.max_connections;
+        sc.command_timeout_ms = cfg_.command_timeout_s * 1000;
+        sc.data_timeout_ms = cfg_.data_timeout_s * 1000;
+        sc.tls_cert_file = cfg_.tls_cert;
+        sc.tls_key_file = cfg_.tls_key;
+        smtp_hooks hooks;
+        hooks.recipient_known = [this](std::string_view a) { return recipient_known(a); };
+        hooks.has_capacity = [this] { return host_.has_capacity(); };
+        hooks.check_auth = [this](std::string_view u, std::string_view p) {
+            // Both compared in full, constant time, so neither leaks by timing.
+            bool user_ok = sig::constant_time_equal(u, cfg_.auth_user);
+            bool pass_ok = sig::constant_time_equal(p, cfg_.auth_password);
+            return user_ok && pass_ok;
+        };
+        server_ = std::make_unique<smtp_server>(
+            sc, hooks, [this](smtp_envelope&& env) { return deliver(std::move(env)); },
+            [this](int level, const std::string& line) {
+                host_.log(static_cast<log_level>(level), line);
+            });
+        auto error = server_->start();
+        if (!error.empty()) {
+            server_.reset();
+            host_.log(log_level::error, std::string(R"({"event":"smtp.listen_failed","reason":)") +
+                                            boost::json::serialize(boost::json::string(error)) +
+                                            "}");
+            return status::invalid;
+        }
+        host_.log(log_level::info, R"({"event":"smtp.listening","port":)" +
+                                       std::to_string(server_->bound_port()) + "}");
+        return status::ok;
+    }
+
+    status stop(std::int64_t deadline_ms) override {
+        auto remaining = [&] {
+            auto now = host_.now_ms();
+            return deadline_ms > now ? deadline_ms - now : 0;
+        };
+        bool ok = true;
+        if (server_) {
+            ok = server_->stop(remaining());
+        }
+        std::unique_lock lock(mu_);
+        ok = idle_cv_.wait_for(lock, std::chrono::milliseconds(remaining()), [&] {
+            return in_flight_ == 0;
+        }) && ok;
+        return ok ? status::ok : status::busy;
+    }
+
+    status subscribe(const subscription_info& sub, std::string& error) override {
+        try {
+            auto addrs = parse_addresses(sub.settings_json);
+            std::lock_guard lock(mu_);
+            subs_[std::string(sub.id)] = std::move(addrs);
+            return status::ok;
+        } catch (const config_error& e) {
+            error = e.what();
+            return status::invalid;
+        }
+    }
+
+    status unsubscribe(std::string_view id) override {
+        std::lock_guard lock(mu_);
+        subs_.erase(std::string(id));
+        return status::ok;
+    }
+
+    void on_http_request(request_handle req, const http_request_view& r) override;
+
+  private:
+    bool recipient_known(std::string_view address) {
+        std::lock_guard lock(mu_);
+        for (const auto& [id, addrs] : subs_) {
+            if (std::find(addrs.begin(), addrs.end(), address) != addrs.end()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    std::vector<std::string> subscriptions_for(const std::vector<std::string>& recipients) {
+        std::lock_guard lock(mu_);
+        std::vector<std::string> out;
+        for (const auto& [id, addrs] : subs_) {
+            for (const auto& r : recipients) {
+                if (std::find(addrs.begin(), addrs.end(), r) != addrs.end()) {
+                    out.push_back(id);
+                    break;
+                }
+            }
+        }
+        return out;
+    }
+
+    std::optional<attachment_ref> store(std::string_view bytes, std::string filename,
+                                        std::string media_type) {
+        char ref[128] = {};
+        if (host_.api()->store_attachment(host_.handle(), wb_str{bytes.data(), bytes.size()}, ref,
+                                          sizeof ref) != WB_OK) {
+            return std::nullopt;
+        }
+        return attachment_ref{ref, std::move(filename), std::move(media_type), bytes.size()};
+    }
+
+    // Runs on an SMTP session thread: commit one event per matched subscription, then decide the
+    // reply. Blocks until every submit outcome is known (the host always calls back).
+    smtp_session::commit_result deliver(smtp_envelope&& env) {
+        mime_limits limits;
+        limits.max_attachments = cfg_.max_attachments;
+        auto msg = parse_message(env.data, limits);
+        if (!msg) {
+            host_.log(log_level::info,
+                      R"({"event":"smtp.rejected","reason":"unparsable_message"})");
+            return smtp_session::commit_result::rejected;
+        }
+        if (msg->unconverted_charset) {
+            host_.log(log_level::info, R"({"event":"email.charset_unconverted"})");
+        }
+        if (msg->truncated_structure) {
+            host_.log(log_level::warn, R"({"event":"email.structure_truncated"})");
+        }
+        auto subs = subscriptions_for(env.recipients);
+        if (subs.empty()) {
+            // Unsubscribed between RCPT and the end of DATA: let the sender retry later.
+            return smtp_session::commit_result::temporary_failure;
+        }
+        email_content content;
+        content.from = msg->from.empty() ? env.mail_from : msg->from;
+        content.to = msg->to.empty() ? env.recipients : msg->to;
+        content.subject = msg->subject;
+        content.text = msg->text;
+        content.html = msg->html;
+        for (auto& a : msg->attachments) {
+            auto ref = store(a.bytes, a.filename, a.media_type);
+            if (!ref) {
+                host_.log(log_level::warn,
+                          R"({"event":"smtp.deferred","reason":"attachment_store_failed"})");
+                return smtp_session::commit_result::temporary_failure;
+            }
+            content.attachments.push_back(std::move(*ref));
+        }
+        inbound_event ev;
+        ev.content_json = email_content_json(content);
+        ev.provider_event_id = email_event_id(msg->message_id, env.data);
+        ev.received_at_ms = host_.now_ms();
+        ev.verified = !cfg_.auth_user.empty();
+        auto batch = std::make_shared<submit_batch>();
+        for (const auto& id : subs) {
+            ev.subscription_id = id;
+            {
+                std::lock_guard lock(batch->mu);
+                ++batch->pending;
+            }
+            auto st = host_.submit(ev, [batch](const submit_outcome& out) {
+                std::lock_guard lock(batch->mu);
+                if (out.kind == outcome_kind::refused) {
+                    batch->all_committed = false;
+                }
+                --batch->pending;
+                batch->cv.notify_all();
+            });
+            if (st != status::ok) {
+                std::lock_guard lock(batch->mu);
+                --batch->pending;
+                batch->all_committed = false;
+            }
+        }
+        std::unique_lock lock(batch->mu);
+        batch->cv.wait(lock, [&] { return batch->pending == 0; });
+        return batch->all_committed ? smtp_session::commit_result::committed
+                                    : smtp_session::commit_result::temporary_failure;
+    }
+
+    static void send_json(request_handle& req, int status_code, const std::string& body,
+                          std::optional<int> retry_after = std::nullopt) {
+        header_list headers{{"content-type", "application/json"}};
+        if (retry_after) {
+            headers.emplace_back("retry-after", std::to_string(*retry_after));
+        }
+        req.respond(status_code, headers, body);
+    }
+
+    static void send_error(request_handle& req, int status_code, std::string_view code,
+                           std::string_view message,
+                           std::optional<int> retry_after = std::nullopt) {
+        send_json(req, status_code, forms::error_envelope(code, message, retry_after), retry_after);
+    }
+
+    void release() {
+        std::lock_guard lock(mu_);
+        --in_flight_;
+        idle_cv_.notify_all();
+    }
+
+    void on_webhook_submitted(request_handle& req, const std::string& token,
+                              const submit_outcome& out) {
+        if (out.kind != outcome_kind::refused) {
+            boost::json::object o{
+                {"outcome", out.kind == outcome_kind::duplicate ? "duplicate" : "accepted"}};
+            if (!out.run_id.empty()) {
+                o["runId"] = out.run_id;
+            }
+            send_json(req, 200, boost::json::serialize(o));
+            return;
+        }
+        // Nothing was committed: the provider's retry (same token) must be able to pass.
+        replay_.release(token);
+        if (out.reason == "subscription_not_active") {
+            send_error(req, 409, "subscription_not_active", "the email subscription is not active");
+        } else if (out.reason == "not_found") {
+            send_error(req, 404, "not_found", "no such email subscription");
+        } else {
+            int retry = out.retry_after_seconds > 0 ? out.retry_after_seconds : 5;
+            send_error(req, 503, "overloaded", "the bridge cannot take the message now", retry);
+        }
+    }
+
+    host& host_;
+    email_config cfg_;
+    token_replay_cache replay_;
+    std::mutex mu_;
+    std::condition_variable idle_cv_;
+    std::size_t in_flight_ = 0;
+    std::map<std::string, std::vector<std::string>> subs_;
+    std::unique_ptr<smtp_server> server_;
+};
+
+void email_connector::on_http_request(request_handle req, const http_request_view& r) {
+    bool known;
+    {
+        std::lock_guard lock(mu_);
+        known = subs_.count(std::string(r.subscription_id)) != 0;
+    }
+    if (!known) {
+        send_error(req, 404, "not_found", "no such email subscription");
+        return;
+    }
+    if (cfg_.webhook_key.empty()) {
+        send_error(req, 404, "not_found", "the inbound-parse webhook is not configured");
+        return;
+    }
+    if (r.method != "POST") {
+        send_error(req, 405, "method_not_allowed", "inbound-parse webhooks are POSTed");
+        return;
+    }
+    auto body = r.body;
+    if (body.size() > cfg_.max_webhook_bytes) {
+        send_error(req, 413, "payload_too_large", "the message is too large");
+        return;
+    }
+    auto ct_text = r.header("content-type").value_or("");
+    auto ct = forms::parse_header_value(ct_text);
+    std::vector<forms::multipart_part> parts;
+    if (ct.value == "multipart/form-data") {
+        auto boundary = forms::boundary_of(ct_text);
+        forms::multipart_limits limits;
+        limits.max_total_bytes = cfg_.max_webhook_bytes;
+        limits.max_part_bytes = cfg_.max_webhook_bytes;
+        limits.max_parts = 64 + cfg_.max_attachments;
+        auto parsed = boundary ? forms::parse_multipart(body, *boundary, limits)
+                               : forms::multipart_result{forms::multipart_error::no_boundary, {}};
+        if (parsed.error != forms::multipart_error::none) {
+            send_error(req, 400, "validation_error", "malformed multipart body");
+            return;
+        }
+        parts = std::move(parsed.parts);
+    } else if (ct.value == "application/x-www-form-urlencoded") {
+        auto fields = forms::parse_urlencoded(body);
+        if (!fields) {
+            send_error(req, 400, "validation_error", "malformed urlencoded body");
+            return;
+        }
+        for (auto& [k, v] : *fields) {
+            forms::multipart_part p;
+            p.headers.emplace_back("content-disposition",
+                                   "form-data; name=" +
+                                       boost::json::serialize(boost::json::string(k)));
+            p.body = std::move(v);
+            parts.push_back(std::move(p));
+        }
+    } else {
+        send_error(req, 415, "unsupported_media_type", "expected multipart/form-data");
+        return;
+    }
+    auto mail = inbound_mail_of(parts);
+    if (!mail) {
+        send_error(req, 400, "validation_error", "malformed form part");
+        return;
+    }
+    auto now_s = host_.now_ms() / 1000;
+    auto verdict = verify_inbound_signature(cfg_.webhook_key, mail->timestamp, mail->token,
+                                            mail->signature, now_s, cfg_.webhook_tolerance_s);
+    if (verdict != parse_verdict::valid) {
+        host_.log(log_level::info, std::string(R"({"event":"email.webhook_refused","reason":")") +
+                                       std::string(to_string(verdict)) + "\"}");
+        send_error(req, 401, "signature_invalid", "inbound-parse signature invalid");
+        return;
+    }
+    if (!replay_.reserve(mail->token, now_s)) {
+        host_.log(log_level::info,
+                  R"({"event":"email.webhook_refused","reason":"token_replayed"})");
+        send_error(req, 401, "signature_invalid", "inbound-parse token already used");
+        return;
+    }
+    email_content content;
+    content.from = mail->from;
+    content.to = mail->to;
+    content.subject = mail->subject;
+    content.text = mail->text;
+    content.html = mail->html;
+    std::string hash_material =
+        mail->from + '\n' + mail->subject + '\n' + mail->text + '\n' + mail->html.value_or("");
+    for (const auto& t : mail->to) {
+        hash_material += '\n' + t;
+    }
+    for (auto& f : mail->files) {
+        auto ref = store(f.bytes, f.filename, f.media_type);
+        if (!ref) {
+            replay_.release(mail->token);
+            send_error(req, 503, "store_unavailable", "could not store an attachment", 5);
+            return;
+        }
+        hash_material += '\n' + sig::to_hex(sig::sha256(f.bytes));
+        content.attachments.push_back(std::move(*ref));
+    }
+    inbound_event ev;
+    ev.subscription_id = std::string(r.subscription_id);
+    ev.provider_event_id = email_event_id(mail->message_id, hash_material);
+    ev.received_at_ms = r.received_at_ms > 0 ? r.received_at_ms : host_.now_ms();
+    ev.verified = true;
+    ev.content_json = email_content_json(content);
+    {
+        std::lock_guard lock(mu_);
+        ++in_flight_;
+    }
+    auto shared_req = std::make_shared<request_handle>(std::move(req));
+    auto token = mail->token;
+    auto st = host_.submit(ev, [this, shared_req, token](const submit_outcome& out) {
+        on_webhook_submitted(*shared_req, token, out);
+        release();
+    });
+    if (st != status::ok) {
+        replay_.release(token);
+        release();
+        send_error(*shared_req, 503, "overloaded", "the bridge cannot take the message now", 5);
+    }
+}
+
+} // namespace
+} // namespace wopbridge::email
+
+WOPBRIDGE_CONNECTOR(wopbridge::email::email_connector)
