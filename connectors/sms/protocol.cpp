@@ -1,0 +1,191 @@
+#include "sms/protocol.hpp"
+
+#include <wopbridge/http_util.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+
+namespace wopbridge::sms {
+namespace {
+
+std::string string_field(const boost::json::value& body, std::string_view key) {
+    if (const auto* o = body.if_object()) {
+        if (const auto* v = o->if_contains(key); v != nullptr && v->is_string()) {
+            return std::string(v->as_string().c_str(), v->as_string().size());
+        }
+    }
+    return {};
+}
+
+} // namespace
+
+std::string signed_url(const settings& s, std::string_view request_public_url,
+                       std::string_view target) {
+    if (s.public_url.empty()) {
+        return std::string(request_public_url);
+    }
+    std::string url = s.public_url.substr(0, s.public_url.find('?'));
+    if (const auto q = target.find('?'); q != std::string_view::npos) {
+        url.append(target.substr(q));
+    }
+    return url;
+}
+
+std::optional<std::string> alternate_port_form(std::string_view url) {
+    std::string_view default_port;
+    std::size_t authority_start = 0;
+    if (url.rfind("https://", 0) == 0) {
+        default_port = ":443";
+        authority_start = 8;
+    } else if (url.rfind("http://", 0) == 0) {
+        default_port = ":80";
+        authority_start = 7;
+    } else {
+        return std::nullopt;
+    }
+    const auto authority_end = url.find_first_of("/?#", authority_start);
+    std::string_view authority = url.substr(authority_start, authority_end - authority_start);
+    std::string_view rest = authority_end == std::string_view::npos ? std::string_view{}
+                                                                    : url.substr(authority_end);
+    if (authority.empty() || authority.find('@') != std::string_view::npos) {
+        return std::nullopt;
+    }
+    std::string out(url.substr(0, authority_start));
+    const auto bracket = authority.rfind(']'); // IPv6 literal: a port only after the bracket
+    const auto colon = authority.rfind(':');
+    const bool has_port = colon != std::string_view::npos &&
+                          (bracket == std::string_view::npos || colon > bracket);
+    if (has_port) {
+        if (authority.substr(colon) != default_port) {
+            return std::nullopt;
+        }
+        out.append(authority.substr(0, colon));
+    } else {
+        out.append(authority).append(default_port);
+    }
+    out.append(rest);
+    return out;
+}
+
+std::optional<sms_request> parse_request(std::string_view content_type, std::string_view body,
+                                         std::string& error) {
+    sms_request r;
+    const std::string media = http::media_type(content_type);
+    if (media == "application/json") {
+        boost::system::error_code ec;
+        r.body = boost::json::parse(body, ec);
+        if (ec || !r.body.is_object()) {
+            error = "body is not a JSON object";
+            return std::nullopt;
+        }
+        r.format = body_format::json;
+    } else if (media == "application/x-www-form-urlencoded" || media.empty()) {
+        auto fields = http::parse_form_urlencoded(body);
+        if (!fields) {
+            error = "form body has a broken %-escape";
+            return std::nullopt;
+        }
+        boost::json::object obj;
+        for (const auto& [name, value] : *fields) {
+            if (!obj.contains(name)) {
+                obj[name] = value;
+            }
+        }
+        r.params = std::move(*fields);
+        r.body = std::move(obj);
+    } else {
+        error = "unsupported content type";
+        return std::nullopt;
+    }
+
+    std::string sid = string_field(r.body, "MessageSid");
+    if (sid.empty()) {
+        sid = string_field(r.body, "SmsSid");
+    }
+    const std::string status = string_field(r.body, "MessageStatus");
+    r.status_callback = !status.empty() && status != "received";
+    if (sid.empty()) {
+        // No provider id: a content hash still dedupes a provider retry of the same bytes.
+        r.provider_event_id = "sha256:" + sig::to_hex(sig::sha256(body));
+    } else if (r.status_callback) {
+        r.provider_event_id = "status:" + sid + ":" + status;
+    } else {
+        r.provider_event_id = "sms:" + sid;
+    }
+    return r;
+}
+
+sig::verdict verify_request(const settings& s, const sms_request& r, std::string_view url,
+                            std::string_view body, std::string_view signature) {
+    auto check = [&](std::string_view candidate) {
+        return r.format == body_format::json
+                   ? sig::verify_twilio_json(s.auth_tokens, candidate, body, signature)
+                   : sig::verify_twilio(s.auth_tokens, candidate, r.params, signature);
+    };
+    const sig::verdict first = check(url);
+    if (first != sig::verdict::mismatch) {
+        return first;
+    }
+    if (auto alternate = alternate_port_form(url)) {
+        if (check(*alternate) == sig::verdict::valid) {
+            return sig::verdict::valid;
+        }
+    }
+    return first;
+}
+
+std::string xml_escape(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        case '\'':
+            out += "&apos;";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+                break;
+            }
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
+std::string twiml_response(const std::optional<std::string>& message) {
+    std::string out = R"(<?xml version="1.0" encoding="UTF-8"?>)";
+    if (!message) {
+        return out + "<Response/>";
+    }
+    return out + "<Response><Message>" + xml_escape(*message) + "</Message></Response>";
+}
+
+std::string content_json(const sms_request& r, std::string_view content_type) {
+    boost::json::object headers;
+    if (!content_type.empty()) {
+        headers["content-type"] = content_type;
+    }
+    boost::json::object webhook;
+    webhook["method"] = "POST";
+    webhook["headers"] = std::move(headers);
+    webhook["body"] = r.body;
+    boost::json::object content;
+    content["webhook"] = std::move(webhook);
+    return boost::json::serialize(content);
+}
+
+} // namespace wopbridge::sms
