@@ -154,8 +154,7 @@ class queue_connector final : public wopbridge::connector {
 extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(void) {
     static const wb_connector_descriptor* const descriptor =
         []() noexcept -> const wb_connector_descriptor* {
-        const wb_connector_descriptor* base =
-            wopbridge::detail::descriptor_for<queue_connector>();
+        const wb_connector_descriptor* base = wopbridge::detail::descriptor_for<queue_connector>();
         if (base == nullptr) {
             return nullptr;
         }

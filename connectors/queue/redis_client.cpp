@@ -126,8 +126,8 @@ int redis_connection::wait_fd(short events, clock::time_point deadline, std::str
             return 0;
         }
         pollfd fds[2] = {{fd_, events, 0}, {wake_fd_, POLLIN, 0}};
-        const int n = ::poll(fds, wake_fd_ >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(
-                                                               left, 60'000)));
+        const int n =
+            ::poll(fds, wake_fd_ >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(left, 60'000)));
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
@@ -209,7 +209,8 @@ bool redis_connection::connect(const redis_url& url, std::chrono::milliseconds t
     if (hello.empty()) {
         return true;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
     auto replies = pipeline(hello, std::max(left, std::chrono::milliseconds(1)), error);
     if (!replies) {
         return false;
@@ -316,9 +317,8 @@ redis_connection::pipeline(const std::vector<command>& commands, std::chrono::mi
     return replies;
 }
 
-std::optional<resp_value> redis_connection::run(const command& cmd,
-                                                std::chrono::milliseconds timeout,
-                                                std::string& error) {
+std::optional<resp_value>
+redis_connection::run(const command& cmd, std::chrono::milliseconds timeout, std::string& error) {
     auto r = pipeline({cmd}, timeout, error);
     if (!r) {
         return std::nullopt;

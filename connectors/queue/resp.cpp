@@ -176,8 +176,8 @@ resp_parser::step resp_parser::parse(std::size_t& pos, int depth, resp_value& ou
         }
         out.type = resp_value::kind::array;
         // Every element takes at least 3 bytes: do not reserve what cannot have arrived.
-        out.elements.reserve(std::min<std::size_t>(static_cast<std::size_t>(n),
-                                                   (buf_.size() - p) / 3 + 1));
+        out.elements.reserve(
+            std::min<std::size_t>(static_cast<std::size_t>(n), (buf_.size() - p) / 3 + 1));
         for (std::int64_t i = 0; i < n; ++i) {
             resp_value element;
             const step e = parse(p, depth + 1, element, error);

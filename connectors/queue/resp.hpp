@@ -16,8 +16,8 @@ namespace wopbridge::queue {
 struct resp_value {
     enum class kind { simple, error, integer, bulk, null, array };
     kind type = kind::null;
-    std::string text;           // simple, error and bulk strings
-    std::int64_t integer = 0;   // integer replies
+    std::string text;                 // simple, error and bulk strings
+    std::int64_t integer = 0;         // integer replies
     std::vector<resp_value> elements; // arrays; a null array is kind::null
 
     bool is_error() const noexcept { return type == kind::error; }

@@ -13,14 +13,14 @@ namespace wopbridge::queue {
 
 struct connector_settings {
     redis_url url;
-    std::string consumer;                // default: <hostname>-<pid>
-    std::int64_t block_ms = 2000;        // XREADGROUP BLOCK
-    std::size_t batch_size = 16;         // XREADGROUP / XAUTOCLAIM COUNT
-    std::int64_t claim_idle_ms = 60000;  // XAUTOCLAIM min-idle-time; 0 = never claim
-    std::size_t max_in_flight = 64;      // messages submitted but not yet acked
+    std::string consumer;               // default: <hostname>-<pid>
+    std::int64_t block_ms = 2000;       // XREADGROUP BLOCK
+    std::size_t batch_size = 16;        // XREADGROUP / XAUTOCLAIM COUNT
+    std::int64_t claim_idle_ms = 60000; // XAUTOCLAIM min-idle-time; 0 = never claim
+    std::size_t max_in_flight = 64;     // messages submitted but not yet acked
     std::int64_t connect_timeout_ms = 5000;
     std::int64_t command_timeout_ms = 5000;
-    std::int64_t retry_delay_ms = 1000;  // before a refused message is submitted again
+    std::int64_t retry_delay_ms = 1000; // before a refused message is submitted again
     std::size_t max_message_bytes = 1024 * 1024;
 };
 

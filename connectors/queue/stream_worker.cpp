@@ -97,8 +97,8 @@ entries_of_autoclaim(const resp_value& reply) {
 
 std::string event_content(const subscription_settings& sub, const stream_entry& entry,
                           std::size_t max_message_bytes) {
-    std::string out = R"({"stream":{"topic":)" + json::quote(sub.stream) +
-                      R"(,"offset":)" + json::quote(entry.id);
+    std::string out = R"({"stream":{"topic":)" + json::quote(sub.stream) + R"(,"offset":)" +
+                      json::quote(entry.id);
     std::size_t bytes = 0;
     if (entry.fields) {
         for (const auto& [f, v] : *entry.fields) {
@@ -222,16 +222,15 @@ bool stream_worker::connect_reader() {
         log(wopbridge::log_level::warn, "connect failed: " + error);
         return false;
     }
-    auto r = reader_conn_.run({"XGROUP", "CREATE", sub_.stream, sub_.group,
-                               sub_.from_beginning ? "0" : "$", "MKSTREAM"},
-                              command_timeout(), error);
+    auto r = reader_conn_.run(
+        {"XGROUP", "CREATE", sub_.stream, sub_.group, sub_.from_beginning ? "0" : "$", "MKSTREAM"},
+        command_timeout(), error);
     if (!r) {
         log(wopbridge::log_level::warn, "XGROUP CREATE failed: " + error);
         return false;
     }
     if (r->is_error() && r->error_code() != "BUSYGROUP") {
-        log(wopbridge::log_level::error,
-            "XGROUP CREATE refused: " + std::string(r->error_code()));
+        log(wopbridge::log_level::error, "XGROUP CREATE refused: " + std::string(r->error_code()));
         reader_conn_.close();
         return false;
     }
@@ -333,8 +332,8 @@ bool stream_worker::read_round(std::size_t room) {
         entries = std::move(*list);
     } else if (settings_.claim_idle_ms > 0 && now >= next_claim_at_) {
         auto r = reader_conn_.run({"XAUTOCLAIM", sub_.stream, sub_.group, settings_.consumer,
-                                   std::to_string(settings_.claim_idle_ms), claim_cursor_,
-                                   "COUNT", count},
+                                   std::to_string(settings_.claim_idle_ms), claim_cursor_, "COUNT",
+                                   count},
                                   command_timeout(), error);
         if (!r) {
             return fail("XAUTOCLAIM");
@@ -374,10 +373,10 @@ bool stream_worker::read_round(std::size_t room) {
                 cap_until(*rescan_at_);
             }
         }
-        auto r = reader_conn_.run({"XREADGROUP", "GROUP", sub_.group, settings_.consumer, "COUNT",
-                                   count, "BLOCK", std::to_string(block.count()), "STREAMS",
-                                   sub_.stream, ">"},
-                                  block + command_timeout(), error);
+        auto r =
+            reader_conn_.run({"XREADGROUP", "GROUP", sub_.group, settings_.consumer, "COUNT", count,
+                              "BLOCK", std::to_string(block.count()), "STREAMS", sub_.stream, ">"},
+                             block + command_timeout(), error);
         if (!r) {
             return fail("XREADGROUP");
         }
@@ -399,6 +398,7 @@ bool stream_worker::read_round(std::size_t room) {
 }
 
 void stream_worker::submit(const stream_entry& entry) {
+    bool minimal = false;
     {
         std::lock_guard lock(mu_);
         if (!in_flight_.insert(entry.id).second) {
@@ -411,26 +411,28 @@ void stream_worker::submit(const stream_entry& entry) {
             return;
         }
         ++awaiting_outcome_;
+        minimal = minimal_.count(entry.id) != 0;
     }
     wopbridge::inbound_event ev;
     ev.subscription_id = sub_id_;
     ev.provider_event_id = sub_.stream + ":" + entry.id;
     ev.received_at_ms = host_.now_ms();
     ev.verified = false; // Redis authenticates the connection, not the producer
-    ev.content_json = event_content(sub_, entry, settings_.max_message_bytes);
+    // After an "invalid" refusal the payload is what the host could not take: send the event
+    // without it (topic + offset still name the message), so the stream is never stuck on it.
+    ev.content_json = event_content(sub_, entry, minimal ? 0 : settings_.max_message_bytes);
     auto self = shared_from_this();
-    const auto st = host_.submit(ev, [self, id = entry.id](const wopbridge::submit_outcome& o) {
-        self->on_outcome(id, o);
-    });
+    const auto st = host_.submit(
+        ev, [self, id = entry.id](const wopbridge::submit_outcome& o) { self->on_outcome(id, o); });
     if (st != wopbridge::status::ok) {
-        log(wopbridge::log_level::warn,
-            "submit not taken (status " + std::to_string(static_cast<int>(st)) +
-                "); the message stays pending");
+        log(wopbridge::log_level::warn, "submit not taken (status " +
+                                            std::to_string(static_cast<int>(st)) +
+                                            "); the message stays pending");
         {
             std::lock_guard lock(mu_);
             --awaiting_outcome_;
         }
-        on_refused(entry.id, 0);
+        on_refused(entry.id, {}, 0);
     }
 }
 
@@ -442,7 +444,7 @@ void stream_worker::on_outcome(const std::string& id, const wopbridge::submit_ou
         }
         log(wopbridge::log_level::info,
             "submit refused (" + o.reason + "); the message stays pending");
-        on_refused(id, o.retry_after_seconds);
+        on_refused(id, o.reason, o.retry_after_seconds);
         return;
     }
     {
@@ -453,10 +455,14 @@ void stream_worker::on_outcome(const std::string& id, const wopbridge::submit_ou
     cv_.notify_all();
 }
 
-void stream_worker::on_refused(const std::string& id, int retry_after_seconds) {
+void stream_worker::on_refused(const std::string& id, const std::string& reason,
+                               int retry_after_seconds) {
     {
         std::lock_guard lock(mu_);
         in_flight_.erase(id);
+        if (reason == "invalid") {
+            minimal_.insert(id);
+        }
         const auto now = clock::now();
         const auto delay = std::max(std::chrono::milliseconds(settings_.retry_delay_ms),
                                     std::chrono::milliseconds(retry_after_seconds * 1000LL));
@@ -464,7 +470,8 @@ void stream_worker::on_refused(const std::string& id, int retry_after_seconds) {
             rescan_at_ = now + delay;
         }
         if (retry_after_seconds > 0) {
-            paused_until_ = std::max(paused_until_, now + std::chrono::seconds(retry_after_seconds));
+            paused_until_ =
+                std::max(paused_until_, now + std::chrono::seconds(retry_after_seconds));
         }
     }
     cv_.notify_all();
@@ -503,6 +510,7 @@ void stream_worker::ack_loop() {
         if (ok) {
             for (const auto& id : batch) {
                 in_flight_.erase(id);
+                minimal_.erase(id);
             }
             backoff = min_backoff;
             lock.unlock();

@@ -67,7 +67,7 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     bool read_round(std::size_t room);
     void submit(const stream_entry& entry);
     void on_outcome(const std::string& id, const wopbridge::submit_outcome& outcome);
-    void on_refused(const std::string& id, int retry_after_seconds);
+    void on_refused(const std::string& id, const std::string& reason, int retry_after_seconds);
     void log(wopbridge::log_level level, const std::string& message) const;
     std::chrono::milliseconds command_timeout() const;
 
@@ -90,11 +90,12 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     std::set<std::string> in_flight_; // submitted, not yet acked (or refused)
     std::size_t awaiting_outcome_ = 0;
     std::deque<std::string> ack_queue_;
+    std::set<std::string> minimal_; // refused as "invalid": submitted again without the payload
     std::optional<clock::time_point> rescan_at_; // re-read our pending entries then
     clock::time_point paused_until_{};           // the host asked us to back off
 
     // Reader-thread state.
-    bool scanning_ = true;        // reading our own pending entries (history) before new ones
+    bool scanning_ = true; // reading our own pending entries (history) before new ones
     std::string scan_cursor_ = "0";
     std::string claim_cursor_ = "0-0";
     clock::time_point next_claim_at_{};

@@ -131,12 +131,23 @@ void redis_server::start() {
     if (pid_ > 0) {
         return;
     }
-    std::vector<std::string> args{"redis-server",  "--port",       std::to_string(port_),
-                                  "--bind",        "127.0.0.1",    "--save",
-                                  "",              "--appendonly", "yes",
-                                  "--appendfsync", "always",       "--dir",
-                                  dir_.path().string(), "--daemonize", "no",
-                                  "--logfile",     dir_.file("redis.log")};
+    std::vector<std::string> args{"redis-server",
+                                  "--port",
+                                  std::to_string(port_),
+                                  "--bind",
+                                  "127.0.0.1",
+                                  "--save",
+                                  "",
+                                  "--appendonly",
+                                  "yes",
+                                  "--appendfsync",
+                                  "always",
+                                  "--dir",
+                                  dir_.path().string(),
+                                  "--daemonize",
+                                  "no",
+                                  "--logfile",
+                                  dir_.file("redis.log")};
     if (!options_.password.empty()) {
         args.insert(args.end(), {"--requirepass", options_.password});
     }

@@ -28,7 +28,7 @@ struct cli_result {
 };
 
 class redis_server {
-public:
+  public:
     // True when redis-server and redis-cli are on PATH.
     static bool available();
 
@@ -57,7 +57,7 @@ public:
     // Runs the real `redis-cli -h 127.0.0.1 -p <port> [-a password] --no-auth-warning args...`.
     cli_result cli(const std::vector<std::string>& args) const;
 
-private:
+  private:
     bool wait_ready(std::chrono::milliseconds timeout) const;
     void wait_exit();
 

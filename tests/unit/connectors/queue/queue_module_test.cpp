@@ -31,7 +31,7 @@ subscription_spec queue_sub(std::string id, std::string settings) {
 }
 
 class QueueModuleTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         WOPBRIDGE_REQUIRE_REDIS();
         redis_ = std::make_unique<redis_server>();
@@ -90,7 +90,8 @@ protected:
     }
 
     // Polls a condition until it holds or the deadline passes.
-    static bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout = 10s) {
+    static bool eventually(const std::function<bool()>& cond,
+                           std::chrono::milliseconds timeout = 10s) {
         const auto deadline = std::chrono::steady_clock::now() + timeout;
         while (std::chrono::steady_clock::now() < deadline) {
             if (cond()) {
@@ -140,24 +141,15 @@ TEST_F(QueueModuleTest, RefusesBadSettingsWithAReason) {
     ASSERT_EQ(harness_->create(config()), WB_OK);
     ASSERT_EQ(harness_->start(), WB_OK);
     std::string error;
-    EXPECT_EQ(harness_->subscribe(queue_sub("a", "{}"), &error),
-              WB_ERR_INVALID);
+    EXPECT_EQ(harness_->subscribe(queue_sub("a", "{}"), &error), WB_ERR_INVALID);
     EXPECT_NE(error.find("stream"), std::string::npos);
-    ASSERT_EQ(harness_->subscribe(
-                  queue_sub("a", R"({"stream":"s","group":"g"})"),
-                  &error),
-              WB_OK)
+    ASSERT_EQ(harness_->subscribe(queue_sub("a", R"({"stream":"s","group":"g"})"), &error), WB_OK)
         << error;
     // One subscription per stream + group.
-    EXPECT_EQ(harness_->subscribe(
-                  queue_sub("b", R"({"stream":"s","group":"g"})"),
-                  &error),
+    EXPECT_EQ(harness_->subscribe(queue_sub("b", R"({"stream":"s","group":"g"})"), &error),
               WB_ERR_INVALID);
     EXPECT_NE(error.find("already consumed"), std::string::npos);
-    EXPECT_EQ(harness_->subscribe(
-                  queue_sub("b", R"({"stream":"s","group":"h"})"),
-                  &error),
-              WB_OK)
+    EXPECT_EQ(harness_->subscribe(queue_sub("b", R"({"stream":"s","group":"h"})"), &error), WB_OK)
         << error;
 }
 
@@ -165,7 +157,8 @@ TEST_F(QueueModuleTest, EachMessageBecomesExactlyOneEventAndIsAcked) {
     bring_up({}, R"({"stream":"orders","group":"g","keyField":"customer"})");
     std::vector<std::string> ids;
     for (int i = 0; i < 3; ++i) {
-        ids.push_back(xadd({"customer", "c-" + std::to_string(i), "total", std::to_string(10 * i)}));
+        ids.push_back(
+            xadd({"customer", "c-" + std::to_string(i), "total", std::to_string(10 * i)}));
     }
     ASSERT_TRUE(harness_->wait_for_submits(3, 10s));
     ASSERT_TRUE(eventually([&] { return pending() == 0; }));
@@ -226,13 +219,30 @@ TEST_F(QueueModuleTest, RefusedMessageStaysPendingAndIsSubmittedAgain) {
     EXPECT_EQ(count(WB_SUBMIT_ACCEPTED)["orders:" + id], 1);
 }
 
+TEST_F(QueueModuleTest, MessageRefusedAsInvalidIsSubmittedAgainWithoutPayload) {
+    bring_up();
+    harness_->set_submit_mode(submit_mode::refuse, "invalid");
+    const std::string id = xadd({"n", "1"});
+    ASSERT_TRUE(harness_->wait_for_submits(2, 10s));
+    harness_->set_submit_mode(submit_mode::accept);
+    ASSERT_TRUE(eventually([&] { return submitted_with("orders:" + id, WB_SUBMIT_ACCEPTED); }));
+    EXPECT_TRUE(eventually([&] { return pending() == 0; }));
+    auto submits = harness_->submits();
+    EXPECT_FALSE(boost::json::parse(submits[0].content_json).at("stream").at("message").is_null());
+    for (std::size_t i = 1; i < submits.size(); ++i) {
+        auto doc = boost::json::parse(submits[i].content_json);
+        EXPECT_TRUE(doc.at("stream").at("message").is_null());
+        EXPECT_EQ(doc.at("stream").at("offset").as_string(), id);
+    }
+}
+
 TEST_F(QueueModuleTest, ClaimsTheDeadConsumersPendingEntries) {
     ASSERT_EQ(redis_->cli({"XGROUP", "CREATE", "orders", "g", "$", "MKSTREAM"}).out, "OK");
     const std::string a = xadd({"n", "1"});
     const std::string b = xadd({"n", "2"});
     // A consumer reads both and dies before acking.
-    auto read = redis_->cli({"XREADGROUP", "GROUP", "g", "dead", "COUNT", "10", "STREAMS",
-                             "orders", ">"});
+    auto read =
+        redis_->cli({"XREADGROUP", "GROUP", "g", "dead", "COUNT", "10", "STREAMS", "orders", ">"});
     ASSERT_NE(read.out.find(b), std::string::npos);
     ASSERT_EQ(pending(), 2);
 
@@ -242,8 +252,9 @@ TEST_F(QueueModuleTest, ClaimsTheDeadConsumersPendingEntries) {
     auto accepted = count(WB_SUBMIT_ACCEPTED);
     EXPECT_EQ(accepted["orders:" + a], 1);
     EXPECT_EQ(accepted["orders:" + b], 1);
-    EXPECT_TRUE(std::any_of(harness_->log_lines().begin(), harness_->log_lines().end(),
-                            [](const std::string& l) { return l.find("claimed") != std::string::npos; }));
+    EXPECT_TRUE(
+        std::any_of(harness_->log_lines().begin(), harness_->log_lines().end(),
+                    [](const std::string& l) { return l.find("claimed") != std::string::npos; }));
 }
 
 TEST_F(QueueModuleTest, ClaimOfAnAlreadyCommittedMessageIsAbsorbedByDedup) {
@@ -261,8 +272,7 @@ TEST_F(QueueModuleTest, ClaimOfAnAlreadyCommittedMessageIsAbsorbedByDedup) {
     ASSERT_NE(redis_->cli({"XCLAIM", "orders", "g", "dead", "0", a}).out.find(a),
               std::string::npos);
 
-    ASSERT_EQ(harness_->subscribe(queue_sub("sub-1", R"({"stream":"orders","group":"g"})")),
-              WB_OK);
+    ASSERT_EQ(harness_->subscribe(queue_sub("sub-1", R"({"stream":"orders","group":"g"})")), WB_OK);
     ASSERT_TRUE(eventually([&] { return submitted_with("orders:" + a, WB_SUBMIT_DUPLICATE); }));
     EXPECT_TRUE(eventually([&] { return pending() == 0; }));
     EXPECT_EQ(count(WB_SUBMIT_ACCEPTED)["orders:" + a], 1);
@@ -388,7 +398,7 @@ TEST_F(QueueModuleTest, WaitsForRedisThatIsNotUpYet) {
 }
 
 class QueueAuthTest : public QueueModuleTest {
-protected:
+  protected:
     void SetUp() override {
         WOPBRIDGE_REQUIRE_REDIS();
         redis_ = std::make_unique<redis_server>(redis_server_options{.password = "pw-Zebra-77"});
@@ -397,8 +407,8 @@ protected:
 };
 
 TEST_F(QueueAuthTest, AuthenticatesAndSelectsTheDatabase) {
-    bring_up({{"url", "\"redis://:pw-Zebra-77@127.0.0.1:" + std::to_string(redis_->port()) +
-                          "/2\""}});
+    bring_up(
+        {{"url", "\"redis://:pw-Zebra-77@127.0.0.1:" + std::to_string(redis_->port()) + "/2\""}});
     ASSERT_TRUE(eventually([&] {
         return redis_->cli({"-n", "2", "EXISTS", "orders"}).out == "1";
     }));
@@ -409,8 +419,8 @@ TEST_F(QueueAuthTest, AuthenticatesAndSelectsTheDatabase) {
 }
 
 TEST_F(QueueAuthTest, WrongPasswordIsLoggedWithoutTheSecret) {
-    bring_up({{"url", "\"redis://:wrong-Secret-1@127.0.0.1:" + std::to_string(redis_->port()) +
-                          "\""}});
+    bring_up(
+        {{"url", "\"redis://:wrong-Secret-1@127.0.0.1:" + std::to_string(redis_->port()) + "\""}});
     ASSERT_TRUE(eventually([&] {
         auto lines = harness_->log_lines();
         return std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
@@ -431,9 +441,7 @@ TEST_F(QueueModuleTest, ExampleConfigIsAcceptedByTheModule) {
     ASSERT_EQ(harness_->create(settings), WB_OK);
     std::string error;
     const auto sub = settings_from_config(path, "orders", true);
-    EXPECT_EQ(harness_->subscribe(queue_sub("orders", sub), &error),
-              WB_OK)
-        << error;
+    EXPECT_EQ(harness_->subscribe(queue_sub("orders", sub), &error), WB_OK) << error;
 }
 
 } // namespace

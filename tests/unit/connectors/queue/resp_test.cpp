@@ -16,7 +16,7 @@ namespace {
 using kind = resp_value::kind;
 
 class RespTest : public ::testing::Test {
-protected:
+  protected:
     // Parses exactly one reply from `bytes`, fed in one piece.
     resp_value one(std::string_view bytes) {
         resp_parser p;
@@ -133,8 +133,7 @@ TEST_F(RespTest, EnforcesLimits) {
 }
 
 TEST_F(RespTest, EncodesCommandsAsBulkArrays) {
-    EXPECT_EQ(encode_command({"XACK", "s", "1-0"}),
-              "*3\r\n$4\r\nXACK\r\n$1\r\ns\r\n$3\r\n1-0\r\n");
+    EXPECT_EQ(encode_command({"XACK", "s", "1-0"}), "*3\r\n$4\r\nXACK\r\n$1\r\ns\r\n$3\r\n1-0\r\n");
     EXPECT_EQ(encode_command({"SET", "k", std::string("a\r\n", 3)}),
               "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\na\r\n\r\n");
 }
@@ -201,9 +200,11 @@ TEST_F(RespTest, ReadsXreadgroupAndXautoclaimReplies) {
     EXPECT_FALSE((*entries)[1].fields); // deleted while pending
     EXPECT_TRUE(entries_of_read(one("*-1\r\n"))->empty());
     EXPECT_FALSE(entries_of_read(one(":1\r\n")));
-    EXPECT_FALSE(entries_of_read(one("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$1\r\n1\r\n*1\r\n$1\r\na\r\n")));
+    EXPECT_FALSE(
+        entries_of_read(one("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$1\r\n1\r\n*1\r\n$1\r\na\r\n")));
 
-    auto claim = one("*3\r\n$3\r\n0-0\r\n*1\r\n*2\r\n$3\r\n5-1\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n*0\r\n");
+    auto claim =
+        one("*3\r\n$3\r\n0-0\r\n*1\r\n*2\r\n$3\r\n5-1\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n*0\r\n");
     auto claimed = entries_of_autoclaim(claim);
     ASSERT_TRUE(claimed);
     EXPECT_EQ(claimed->first, "0-0");
@@ -215,9 +216,10 @@ TEST_F(RespTest, EventContentFollowsTheStreamEventShape) {
     subscription_settings sub;
     sub.stream = "orders";
     sub.key_field = "customer";
-    stream_entry e{"1700000000000-0", std::vector<std::pair<std::string, std::string>>{
-                                          {"customer", "c-9"}, {"note", "line\n\"q\""},
-                                          {"note", "second"}, {"bin", "\xff"}}};
+    stream_entry e{
+        "1700000000000-0",
+        std::vector<std::pair<std::string, std::string>>{
+            {"customer", "c-9"}, {"note", "line\n\"q\""}, {"note", "second"}, {"bin", "\xff"}}};
     auto doc = boost::json::parse(event_content(sub, e, 1024));
     const auto& s = doc.at("stream").as_object();
     EXPECT_EQ(doc.as_object().size(), 1u);
@@ -239,8 +241,7 @@ TEST_F(RespTest, EventContentFollowsTheStreamEventShape) {
     EXPECT_EQ(boost::json::parse(event_content(sub, j, 1024)).at("stream").at("message").at("n"),
               1);
     stream_entry t{"3-0", std::vector<std::pair<std::string, std::string>>{{"note", "plain"}}};
-    EXPECT_EQ(boost::json::parse(event_content(sub, t, 1024)).at("stream").at("message"),
-              "plain");
+    EXPECT_EQ(boost::json::parse(event_content(sub, t, 1024)).at("stream").at("message"), "plain");
 }
 
 } // namespace
