@@ -330,13 +330,21 @@ bool stream_worker::read_round(std::size_t room) {
             scan_cursor_ = list->back().id;
         }
         entries = std::move(*list);
-    } else if (settings_.claim_idle_ms > 0 && now >= next_claim_at_) {
+    } else if (settings_.claim_idle_ms > 0 && claim_supported_ && now >= next_claim_at_) {
         auto r = reader_conn_.run({"XAUTOCLAIM", sub_.stream, sub_.group, settings_.consumer,
                                    std::to_string(settings_.claim_idle_ms), claim_cursor_, "COUNT",
                                    count},
                                   command_timeout(), error);
         if (!r) {
             return fail("XAUTOCLAIM");
+        }
+        if (r->is_error() && r->error_code() == "ERR") {
+            // Unknown command: a Redis before 6.2. Keep consuming, without taking over entries.
+            log(wopbridge::log_level::error,
+                "XAUTOCLAIM is not supported by this server (Redis >= 6.2 needed); pending "
+                "entries of dead consumers are not claimed");
+            claim_supported_ = false;
+            return true;
         }
         if (r->is_error()) {
             return refused("XAUTOCLAIM", *r);
@@ -364,7 +372,7 @@ bool stream_worker::read_round(std::size_t room) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - now);
             block = std::max(std::chrono::milliseconds(1), std::min(block, left));
         };
-        if (settings_.claim_idle_ms > 0) {
+        if (settings_.claim_idle_ms > 0 && claim_supported_) {
             cap_until(next_claim_at_);
         }
         {

@@ -99,6 +99,7 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     std::string scan_cursor_ = "0";
     std::string claim_cursor_ = "0-0";
     clock::time_point next_claim_at_{};
+    bool claim_supported_ = true; // false on a Redis without XAUTOCLAIM (< 6.2)
 };
 
 } // namespace wopbridge::queue
