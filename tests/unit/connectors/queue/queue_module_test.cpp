@@ -61,13 +61,19 @@ class QueueModuleTest : public ::testing::Test {
         return out + "}";
     }
 
+    // create + start + subscribe; then (unless told not to) waits until the module created the
+    // group, so messages produced afterwards are "new" for it.
     void bring_up(const std::map<std::string, std::string>& extra = {},
-                  const std::string& sub_settings = R"({"stream":"orders","group":"g"})") {
+                  const std::string& sub_settings = R"({"stream":"orders","group":"g"})",
+                  bool wait_for_group = true) {
         subscription_spec sub;
         sub.source = "queue";
         sub.settings_json = sub_settings;
         std::string error;
         ASSERT_EQ(harness_->bring_up(config(extra), sub, &error), WB_OK) << error;
+        if (wait_for_group) {
+            ASSERT_TRUE(eventually([&] { return pending() >= 0; })) << "group never created";
+        }
     }
 
     // XADD through the real CLI; returns the new id.
@@ -253,8 +259,10 @@ TEST_F(QueueModuleTest, ClaimsTheDeadConsumersPendingEntries) {
     EXPECT_EQ(accepted["orders:" + a], 1);
     EXPECT_EQ(accepted["orders:" + b], 1);
     EXPECT_TRUE(
-        std::any_of(harness_->log_lines().begin(), harness_->log_lines().end(),
-                    [](const std::string& l) { return l.find("claimed") != std::string::npos; }));
+    const auto lines = harness_->log_lines();
+    EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+        return l.find("claimed") != std::string::npos;
+    })); }));
 }
 
 TEST_F(QueueModuleTest, ClaimOfAnAlreadyCommittedMessageIsAbsorbedByDedup) {
@@ -390,7 +398,7 @@ TEST_F(QueueModuleTest, UnsubscribeStopsConsuming) {
 
 TEST_F(QueueModuleTest, WaitsForRedisThatIsNotUpYet) {
     redis_->stop();
-    bring_up();
+    bring_up({}, R"({"stream":"orders","group":"g"})", false);
     redis_->start();
     ASSERT_TRUE(eventually([&] { return pending() == 0; })); // the module created the group
     xadd({"n", "1"});
@@ -408,7 +416,8 @@ class QueueAuthTest : public QueueModuleTest {
 
 TEST_F(QueueAuthTest, AuthenticatesAndSelectsTheDatabase) {
     bring_up(
-        {{"url", "\"redis://:pw-Zebra-77@127.0.0.1:" + std::to_string(redis_->port()) + "/2\""}});
+        {{"url", "\"redis://:pw-Zebra-77@127.0.0.1:" + std::to_string(redis_->port()) + "/2\""}},
+             R"({"stream":"orders","group":"g"})", false);
     ASSERT_TRUE(eventually([&] {
         return redis_->cli({"-n", "2", "EXISTS", "orders"}).out == "1";
     }));
@@ -420,7 +429,8 @@ TEST_F(QueueAuthTest, AuthenticatesAndSelectsTheDatabase) {
 
 TEST_F(QueueAuthTest, WrongPasswordIsLoggedWithoutTheSecret) {
     bring_up(
-        {{"url", "\"redis://:wrong-Secret-1@127.0.0.1:" + std::to_string(redis_->port()) + "\""}});
+        {{"url", "\"redis://:wrong-Secret-1@127.0.0.1:" + std::to_string(redis_->port()) + "\""}},
+        R"({"stream":"orders","group":"g"})", false);
     ASSERT_TRUE(eventually([&] {
         auto lines = harness_->log_lines();
         return std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
