@@ -3,6 +3,7 @@
 
 #include "support/connector_harness.hpp"
 #include "support/redis_server.hpp"
+#include "support/schema_check.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -184,6 +185,8 @@ TEST_F(QueueModuleTest, EachMessageBecomesExactlyOneEventAndIsAcked) {
         EXPECT_EQ(st.at("key").as_string(), "c-" + std::to_string(i));
         EXPECT_EQ(st.at("message").at("total").as_string(), std::to_string(10 * i));
         EXPECT_EQ(st.at("message").at("customer").as_string(), "c-" + std::to_string(i));
+        EXPECT_TRUE(
+            expect_valid(doc.at("stream"), "v2/trigger-event.schema.json#/$defs/StreamEvent"));
     }
     // Nothing is submitted twice once acked.
     EXPECT_FALSE(harness_->wait_for_submits(4, 300ms));
@@ -416,7 +419,7 @@ class QueueAuthTest : public QueueModuleTest {
 TEST_F(QueueAuthTest, AuthenticatesAndSelectsTheDatabase) {
     bring_up(
         {{"url", "\"redis://:pw-Zebra-77@127.0.0.1:" + std::to_string(redis_->port()) + "/2\""}},
-             R"({"stream":"orders","group":"g"})", false);
+        R"({"stream":"orders","group":"g"})", false);
     ASSERT_TRUE(eventually([&] {
         return redis_->cli({"-n", "2", "EXISTS", "orders"}).out == "1";
     }));
