@@ -1,0 +1,259 @@
+#include "support/redis_server.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace wopbridge::testing {
+
+namespace {
+
+bool on_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::string p = path ? path : "/usr/bin:/bin";
+    std::size_t start = 0;
+    while (start <= p.size()) {
+        const auto end = p.find(':', start);
+        const std::string dir = p.substr(start, end == std::string::npos ? end : end - start);
+        if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) {
+            return true;
+        }
+        if (end == std::string::npos) {
+            break;
+        }
+        start = end + 1;
+    }
+    return false;
+}
+
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof addr;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        throw std::runtime_error("redis_server: cannot find a free port");
+    }
+    const int port = ntohs(addr.sin_port);
+    ::close(fd);
+    return port;
+}
+
+std::vector<char*> argv_of(std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    return argv;
+}
+
+// One PING over a fresh connection: true on +PONG (a loading server answers -LOADING).
+bool ping(int port, const std::string& password) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return false;
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    timeval tv{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    bool ok = false;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        std::string req;
+        if (!password.empty()) {
+            req += "*2\r\n$4\r\nAUTH\r\n$" + std::to_string(password.size()) + "\r\n" + password +
+                   "\r\n";
+        }
+        req += "*1\r\n$4\r\nPING\r\n";
+        if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+            std::string got;
+            char buf[256];
+            while (got.find("PONG") == std::string::npos && got.find('-') == std::string::npos) {
+                const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+                if (n <= 0) {
+                    break;
+                }
+                got.append(buf, static_cast<std::size_t>(n));
+            }
+            ok = got.find("+PONG") != std::string::npos && got.find('-') == std::string::npos;
+        }
+    }
+    ::close(fd);
+    return ok;
+}
+
+} // namespace
+
+bool redis_server::available() {
+    return on_path("redis-server") && on_path("redis-cli");
+}
+
+redis_server::redis_server(redis_server_options options)
+    : options_(std::move(options)), port_(free_port()) {
+    start();
+}
+
+redis_server::~redis_server() {
+    if (pid_ > 0) {
+        kill();
+    }
+}
+
+std::string redis_server::url() const {
+    const std::string auth = options_.password.empty() ? "" : ":" + options_.password + "@";
+    return "redis://" + auth + "127.0.0.1:" + std::to_string(port_);
+}
+
+void redis_server::start() {
+    if (pid_ > 0) {
+        return;
+    }
+    std::vector<std::string> args{"redis-server",
+                                  "--port",
+                                  std::to_string(port_),
+                                  "--bind",
+                                  "127.0.0.1",
+                                  "--save",
+                                  "",
+                                  "--appendonly",
+                                  "yes",
+                                  "--appendfsync",
+                                  "always",
+                                  "--dir",
+                                  dir_.path().string(),
+                                  "--daemonize",
+                                  "no",
+                                  "--logfile",
+                                  dir_.file("redis.log")};
+    if (!options_.password.empty()) {
+        args.insert(args.end(), {"--requirepass", options_.password});
+    }
+    auto argv = argv_of(args);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid = -1;
+    const int rc = ::posix_spawnp(&pid, "redis-server", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        throw std::runtime_error(std::string("redis_server: spawn failed: ") + std::strerror(rc));
+    }
+    pid_ = pid;
+    if (!wait_ready(std::chrono::seconds(10))) {
+        kill();
+        throw std::runtime_error("redis_server: not ready within 10 s on port " +
+                                 std::to_string(port_));
+    }
+}
+
+bool redis_server::wait_ready(std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::milliseconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            return false; // exited (e.g. the port was taken meanwhile)
+        }
+        if (ping(port_, options_.password)) {
+            return true;
+        }
+        // Retry with a short, growing pause: the server is still starting.
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+void redis_server::wait_exit() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+}
+
+void redis_server::stop() {
+    if (pid_ <= 0) {
+        return;
+    }
+    ::kill(pid_, SIGTERM);
+    wait_exit();
+}
+
+void redis_server::kill() {
+    if (pid_ <= 0) {
+        return;
+    }
+    ::kill(pid_, SIGKILL);
+    wait_exit();
+}
+
+cli_result redis_server::cli(const std::vector<std::string>& args) const {
+    std::vector<std::string> all{"redis-cli", "-h", "127.0.0.1", "-p", std::to_string(port_)};
+    if (!options_.password.empty()) {
+        all.insert(all.end(), {"-a", options_.password, "--no-auth-warning"});
+    }
+    all.insert(all.end(), args.begin(), args.end());
+    auto argv = argv_of(all);
+
+    int pipefd[2];
+    if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+        return {};
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid = -1;
+    const int rc = ::posix_spawnp(&pid, "redis-cli", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipefd[1]);
+    cli_result result;
+    if (rc != 0) {
+        ::close(pipefd[0]);
+        return result;
+    }
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
+        if (n > 0) {
+            result.out.append(buf, static_cast<std::size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+            break;
+        }
+    }
+    ::close(pipefd[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == '\r')) {
+        result.out.pop_back();
+    }
+    return result;
+}
+
+} // namespace wopbridge::testing
