@@ -1,12 +1,60 @@
-// wopbridge: the program. Subcommands are dispatched in cli/commands.cpp.
+// wopbridge: the program. One binary, several subcommands; `serve` is the bridge itself.
+#include "cli/commands.hpp"
+
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace {
+
+void print_usage(std::FILE* out) {
+    std::fputs("usage: wopbridge <command> [options]\n"
+               "\n"
+               "commands:\n"
+               "  serve --config FILE [--module-path DIR]   run the bridge\n"
+               "  check-config FILE                          validate a config file without starting\n"
+               "  reload --config FILE                       make a running bridge re-read its "
+               "subscriptions (SIGHUP)\n"
+               "  connectors [--module-path DIR]             list connector modules on the module path\n"
+               "  connector-check MODULE.so [--config JSON]  run the connector conformance kit on a "
+               "module\n"
+               "  version                                    print the version\n"
+               "\n"
+               "Every command accepts --help.\n",
+               out);
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-        std::puts("usage: wopbridge <serve|check-config|connectors|connector-check|reload> [options]");
-        return argc < 2 ? 2 : 0;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        print_usage(stderr);
+        return 2;
     }
-    std::fprintf(stderr, "wopbridge: unknown command '%s'\n", argv[1]);
+    const std::string cmd = args.front();
+    args.erase(args.begin());
+    try {
+        if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+            print_usage(stdout);
+            return 0;
+        }
+        if (cmd == "version" || cmd == "--version") {
+            std::printf("wopbridge %s\n", WOPBRIDGE_VERSION);
+            return 0;
+        }
+        if (cmd == "check-config") {
+            return wopbridge::cli::run_check_config(args);
+        }
+        if (cmd == "connectors") {
+            return wopbridge::cli::run_connectors(args);
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "wopbridge %s: %s\n", cmd.c_str(), e.what());
+        return 1;
+    }
+    std::fprintf(stderr, "wopbridge: unknown command '%s' (see wopbridge --help)\n", cmd.c_str());
     return 2;
 }
