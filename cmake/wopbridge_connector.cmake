@@ -1,16 +1,29 @@
-# wopbridge_add_connector(<name> SOURCES ...): a connector module, built as a MODULE with hidden
-# visibility (only the entry symbol is exported), placed at <build>/lib/wopbridge/<name>.so and
-# installed to <prefix>/lib/wopbridge/<name>.so.
+# wopbridge_add_connector(<name> SOURCES ... [LIBRARIES ...]): a connector module, built as a MODULE
+# with hidden visibility and a version script (only the entry symbol is exported), placed at
+# <build>/lib/wopbridge/<name>.so and installed to <prefix>/lib/wopbridge/<name>.so.
+# Works in the wopbridge tree and, through find_package(wopbridge), out of tree.
+include(GNUInstallDirs)
+
 function(wopbridge_add_connector name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "wopbridge_add_connector(${name}): SOURCES is required")
+  endif()
+  if(DEFINED WOPBRIDGE_MODULE_DIR)
+    set(out_dir ${WOPBRIDGE_MODULE_DIR})
+  else()
+    set(out_dir ${CMAKE_BINARY_DIR}/lib/wopbridge)
+  endif()
   add_library(${name} MODULE ${ARG_SOURCES})
   set_target_properties(${name} PROPERTIES
     PREFIX ""
     OUTPUT_NAME ${name}
-    LIBRARY_OUTPUT_DIRECTORY ${WOPBRIDGE_MODULE_DIR}
+    LIBRARY_OUTPUT_DIRECTORY ${out_dir}
     CXX_VISIBILITY_PRESET hidden
     C_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
+  target_compile_features(${name} PRIVATE cxx_std_20)
+  # wopbridge::sdk carries the version script and --exclude-libs for MODULE targets.
   target_link_libraries(${name} PRIVATE wopbridge::sdk ${ARG_LIBRARIES})
   target_link_options(${name} PRIVATE -Wl,--no-undefined)
   install(TARGETS ${name} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/wopbridge)

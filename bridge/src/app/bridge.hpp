@@ -187,6 +187,10 @@ public:
     // Readiness: store reachable.
     result<void> ready();
 
+    // Deterministic driving (tests, with a fake clock): claims and completes every delivery due at
+    // `now` in the calling thread. Returns the attempts recorded.
+    int run_due(millis now);
+
     struct impl;
 
 private:

@@ -81,4 +81,14 @@ std::unique_ptr<run_starter> make_local_run_starter(std::vector<local_workflow> 
                                                     std::string working_directory);
 std::unique_ptr<run_starter> make_upstream_run_starter(upstream_options opts);
 
+// Added (config helper): knobs of the local starter beyond the workflows.
+struct local_run_options {
+    bool inherit_output = true;        // false = the command's stdout/stderr go to /dev/null
+    millis kill_grace_ms = 5 * 1000;   // SIGTERM -> SIGKILL after a timeout or at stop()
+    millis stop_wait_ms = 10 * 1000;   // stop(): how long children may run on before SIGTERM
+};
+std::unique_ptr<run_starter> make_local_run_starter(std::vector<local_workflow> workflows,
+                                                    std::string working_directory,
+                                                    local_run_options options);
+
 } // namespace wopbridge

@@ -8,6 +8,7 @@
 #include "contract/types.hpp"
 #include "core/error.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -59,6 +60,9 @@ struct attempt_record {
     std::string run_started_payload_json;       // the run.started payload
     std::vector<std::pair<std::string, std::string>> extra_run_events; // (type, payload) appended after
                                                                         // run.started (e.g. run.completed)
+    // Event ids for extra_run_events, index for index. Entries missing here (or empty) get the
+    // derived id "<run_started_event_id>.<n>" (n = 1-based index into extra_run_events).
+    std::vector<std::string> extra_run_event_ids;
     // retrying:
     millis next_due_at = 0;
     std::string error; // content-free
@@ -91,6 +95,13 @@ template <class T>
 struct page {
     std::vector<T> items;
     std::string next_cursor; // empty on the last page
+};
+
+// Counters of a store's own work, for tests and metrics.
+struct store_stats {
+    std::uint64_t commits = 0;         // write transactions committed (each one fsync)
+    std::uint64_t intake_batches = 0;  // group-commit transactions of the intake writer
+    std::uint64_t intake_requests = 0; // intake requests answered from those batches
 };
 
 // ---- the interface --------------------------------------------------------------------------------
@@ -159,6 +170,9 @@ public:
 
     // Cheap liveness probe for /readyz.
     virtual result<void> ping() = 0;
+
+    // Counters since open (backends without counters report zeros).
+    virtual store_stats stats() const { return {}; }
 };
 
 struct sqlite_options {
@@ -167,6 +181,10 @@ struct sqlite_options {
     millis busy_timeout_ms = 5000;
 };
 
+// `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable when
+// the file cannot be opened or migrated, unsupported when its schema is newer than this build.
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts);
+// The same, with a human-readable reason (no secrets) in `why` on failure.
+result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why);
 
 } // namespace wopbridge

@@ -1,0 +1,895 @@
+#include "app/bridge.hpp"
+
+#include "contract/events.hpp"
+#include "contract/state_machine.hpp"
+#include "core/ids.hpp"
+#include "core/secret_box.hpp"
+#include "core/synchronized_random.hpp"
+#include "delivery/delivery_engine.hpp"
+#include "intake/webhook_intake.hpp"
+#include "runs/run_starter.hpp"
+
+#include <wopbridge/signatures.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <set>
+#include <utility>
+
+namespace wopbridge {
+namespace {
+
+constexpr std::string_view seam_noop_workflow = "__seam_noop__";
+constexpr std::string_view seam_fail_workflow = "__seam_always_fail__";
+constexpr int unavailable_retry_after_s = 5;
+constexpr int overloaded_retry_after_s = 1;
+constexpr millis day_ms = 24LL * 3600 * 1000;
+constexpr auto seam_deadline = std::chrono::seconds(15); // well inside the suite's 20 s
+
+bool is_seam_workflow(std::string_view id) { return id.substr(0, 7) == "__seam_"; }
+
+// Wraps the configured starter: the conformance seams' two workflows are served here (one that
+// completes at once, one whose every start fails), everything else goes to the real starter.
+class seam_aware_starter final : public run_starter {
+public:
+    seam_aware_starter(std::unique_ptr<run_starter> inner, bool seams)
+        : inner_(std::move(inner)), seams_(seams) {}
+
+    run_start_result prepare(const run_start_request& req) override {
+        if (seams_ && req.workflow_id == seam_noop_workflow) {
+            run_start_result r;
+            r.follow_up_events.emplace_back(std::string(events::run_completed_type),
+                                            events::run_completed_payload(req.run_id));
+            r.status_after = run_status::completed;
+            return r;
+        }
+        if (seams_ && req.workflow_id == seam_fail_workflow) {
+            run_start_result r;
+            r.outcome = run_start_result::kind::retry;
+            r.reason = "seam workflow always fails";
+            return r;
+        }
+        if (!inner_) {
+            run_start_result r;
+            r.outcome = run_start_result::kind::retry;
+            r.reason = "no run starter configured";
+            return r;
+        }
+        return inner_->prepare(req);
+    }
+    void start(const run_start_request& req, run_start_callback done) override {
+        if (seams_ && is_seam_workflow(req.workflow_id)) {
+            run_start_result r;
+            if (req.workflow_id != seam_noop_workflow) {
+                r.outcome = run_start_result::kind::retry;
+                r.reason = "seam workflow always fails";
+            } else {
+                r.follow_up_events.emplace_back(std::string(events::run_completed_type),
+                                                events::run_completed_payload(req.run_id));
+                r.status_after = run_status::completed;
+            }
+            done(std::move(r));
+            return;
+        }
+        if (!inner_) {
+            run_start_result r;
+            r.outcome = run_start_result::kind::retry;
+            r.reason = "no run starter configured";
+            done(std::move(r));
+            return;
+        }
+        inner_->start(req, std::move(done));
+    }
+    bool starts_before_commit() const noexcept override {
+        return inner_ && inner_->starts_before_commit();
+    }
+    void set_lifecycle_sink(run_lifecycle_sink* sink) override {
+        if (inner_) {
+            inner_->set_lifecycle_sink(sink);
+        }
+    }
+    void stop() override {
+        if (inner_) {
+            inner_->stop();
+        }
+    }
+    std::vector<std::string> workflow_ids() const override {
+        return inner_ ? inner_->workflow_ids() : std::vector<std::string>{};
+    }
+    bool has_inner() const noexcept { return inner_ != nullptr; }
+
+private:
+    std::unique_ptr<run_starter> inner_;
+    bool seams_;
+};
+
+submit_result status_only(submit_status s, std::string message = {}) {
+    submit_result r;
+    r.status = s;
+    r.message = std::move(message);
+    if (s == submit_status::unavailable) {
+        r.retry_after_seconds = unavailable_retry_after_s;
+    } else if (s == submit_status::overloaded) {
+        r.retry_after_seconds = overloaded_retry_after_s;
+    }
+    return r;
+}
+
+} // namespace
+
+struct bridge::impl final : run_lifecycle_sink {
+    bridge_settings settings;
+    std::unique_ptr<store> st;
+    std::unique_ptr<seam_aware_starter> starter;
+    clock_source& clock;
+    synchronized_random random;
+    result<secret_box> box;
+    std::unique_ptr<delivery_engine> engine;
+
+    std::atomic<int> pending_intake{0};
+
+    std::mutex mutex; // watchers, seam progress, started flag
+    std::condition_variable progress_cv;
+    std::uint64_t progress = 0; // bumped after every recorded attempt
+    bool started = false;
+    bool recovered = false; // interrupted runs are failed once, at the first start()
+    // Run ids reserved by accepted submissions whose delivery has not settled yet (run id ->
+    // tenant): a poll that arrives before run.started is committed waits instead of answering 404.
+    std::map<std::string, std::string> reserved_runs;
+    struct watcher {
+        std::string run_id;
+        std::int64_t after = -1;
+        std::function<void()> notify;
+    };
+    std::map<std::uint64_t, watcher> watchers;
+    std::uint64_t next_token = 1;
+
+    impl(bridge_settings s, std::unique_ptr<store> store_in, std::unique_ptr<run_starter> starter_in,
+         clock_source& clock_in, random_source& random_in)
+        : settings(std::move(s)),
+          st(std::move(store_in)),
+          starter(std::make_unique<seam_aware_starter>(std::move(starter_in), settings.test_seams)),
+          clock(clock_in),
+          random(random_in),
+          box(secret_box::open(settings.host_key_file, random)) {
+        settings.dedup_retention_ms = std::max(settings.dedup_retention_ms, day_ms);
+        delivery_engine_options opts;
+        opts.max_in_flight = std::max(1, settings.max_in_flight_deliveries);
+        opts.lease_ms = settings.delivery_lease_ms;
+        opts.attempt_timeout_ms = settings.attempt_timeout_ms;
+        opts.dead_letter_retention_days = settings.dead_letter_retention_days;
+        engine = std::make_unique<delivery_engine>(*st, *starter, clock, random, opts);
+        engine->set_attempt_listener([this](const attempt_report& rep) {
+            if (rep.outcome != attempt_outcome::retrying) {
+                std::lock_guard lock(mutex);
+                reserved_runs.erase(rep.reserved_run_id);
+            }
+            if (!rep.run_id.empty()) {
+                notify_run(rep.run_id);
+            }
+            {
+                std::lock_guard lock(mutex);
+                ++progress;
+            }
+            progress_cv.notify_all();
+        });
+        starter->set_lifecycle_sink(this);
+    }
+
+    ~impl() override {
+        engine->stop();
+        starter->stop();
+        starter->set_lifecycle_sink(nullptr);
+    }
+
+    bool is_reserved(const std::string& run_id, const std::string& tenant) {
+        std::lock_guard lock(mutex);
+        auto it = reserved_runs.find(run_id);
+        return it != reserved_runs.end() && it->second == tenant;
+    }
+
+    std::string mint(std::string_view prefix) { return id_generator(random).make(prefix); }
+    millis now() const { return clock.now_ms(); }
+
+    // ---- watchers -------------------------------------------------------------------------------
+
+    void notify_run(const std::string& run_id) {
+        std::vector<std::function<void()>> fire;
+        {
+            std::lock_guard lock(mutex);
+            for (auto it = watchers.begin(); it != watchers.end();) {
+                if (it->second.run_id == run_id) {
+                    fire.push_back(std::move(it->second.notify));
+                    it = watchers.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        for (auto& f : fire) {
+            f();
+        }
+    }
+
+    // ---- run lifecycle --------------------------------------------------------------------------
+
+    void on_run_finished(const std::string& run_id, bool succeeded, int exit_code) override {
+        millis at = now();
+        if (succeeded) {
+            st->append_run_event(run_id, std::string(events::run_completed_type),
+                                 events::run_completed_payload(run_id, exit_code), "", mint("evt"), at);
+        } else {
+            st->append_run_event(run_id, std::string(events::run_failed_type),
+                                 events::run_failed_payload(run_id, "exit-status", exit_code), "",
+                                 mint("evt"), at);
+        }
+        st->set_run_status(run_id, succeeded ? run_status::completed : run_status::failed, at);
+        notify_run(run_id);
+    }
+
+    // Runs left `running` by a previous process: with the local ledger their commands died with it
+    // and cannot be waited for, so they fail ("interrupted"); they are never re-run.
+    void fail_interrupted_runs() {
+        if (starter->starts_before_commit()) {
+            return; // upstream runs live on the run host
+        }
+        auto running = st->list_runs_with_status(run_status::running);
+        if (!running) {
+            return;
+        }
+        millis at = now();
+        for (const auto& run : *running) {
+            st->append_run_event(run.id, std::string(events::run_failed_type),
+                                 events::run_failed_payload(run.id, "interrupted"), "", mint("evt"), at);
+            st->set_run_status(run.id, run_status::failed, at);
+        }
+    }
+
+    // ---- tenant scoping ---------------------------------------------------------------------------
+
+    result<subscription> owned(const std::string& tenant, const std::string& id) {
+        auto sub = st->get_subscription(id);
+        if (!sub) {
+            return sub.error();
+        }
+        if (sub->tenant != tenant) {
+            return make_error_code(errc::not_found);
+        }
+        return sub;
+    }
+
+    // ---- intake ------------------------------------------------------------------------------------
+
+    void submit(const inbound_submission& s, submit_callback done) {
+        auto sub = st->get_subscription(s.subscription_id);
+        if (!sub) {
+            done(status_only(sub.error() == make_error_code(errc::not_found) ? submit_status::not_found
+                                                                          : submit_status::unavailable));
+            return;
+        }
+        bool hold = false;
+        if (!accepts_intake(sub->state)) {
+            // Extension point: a subscription with `whenNotActive: hold` would set hold = true here and
+            // the delivery is committed `held` (released by store::release_held on resume).
+            done(status_only(submit_status::not_active, "subscription not active"));
+            return;
+        }
+        if (!box) {
+            done(status_only(submit_status::unavailable, "host key unavailable"));
+            return;
+        }
+        if (pending_intake.fetch_add(1) >= std::max(1, settings.max_pending_intake)) {
+            pending_intake.fetch_sub(1);
+            done(status_only(submit_status::overloaded, "intake queue full"));
+            return;
+        }
+        millis received = s.received_at > 0 ? s.received_at : now();
+        std::string dedup_key;
+        if (!s.verbatim_dedup_key.empty()) {
+            dedup_key = s.verbatim_dedup_key;
+        } else if (!s.provider_event_id.empty()) {
+            dedup_key = box->dedup_key(sub->id, s.provider_event_id);
+        } else {
+            // No provider id: nothing to de-duplicate on; a fresh opaque key per event.
+            dedup_key = box->dedup_key(sub->id, mint("evt"));
+        }
+        intake_request req;
+        req.subscription_id = sub->id;
+        req.tenant = sub->tenant;
+        req.dedup_key = dedup_key;
+        req.dedup_enabled = sub->dedup_enabled;
+        req.delivery_id = mint("dlv");
+        req.run_id = mint("run");
+        req.received_at = received;
+        req.due_at = now();
+        req.hold = hold;
+        req.dedup_expires_at = received + settings.dedup_retention_ms;
+        events::trigger_event_fields f;
+        f.source = sub->source;
+        f.subscription_id = sub->id;
+        f.delivery_id = req.delivery_id;
+        f.received_at = received;
+        f.dedup_key = dedup_key;
+        f.verified = s.verified;
+        auto trigger_event = events::trigger_event_json(f, s.content_json);
+        if (!trigger_event) {
+            pending_intake.fetch_sub(1);
+            done(status_only(submit_status::invalid, "malformed submission content"));
+            return;
+        }
+        req.content_json = std::move(*trigger_event);
+        st->intake(std::move(req), [this, tenant = sub->tenant,
+                                    done = std::move(done)](result<intake_outcome> out) {
+            pending_intake.fetch_sub(1);
+            if (!out) {
+                done(status_only(out.error() == make_error_code(errc::invalid_argument)
+                                     ? submit_status::invalid
+                                     : submit_status::unavailable,
+                                 "the submission could not be committed"));
+                return;
+            }
+            submit_result r;
+            r.run_id = out->run_id;
+            r.delivery_id = out->delivery_id;
+            switch (out->status) {
+            case intake_status::accepted:
+                r.status = submit_status::accepted;
+                {
+                    std::lock_guard lock(mutex);
+                    reserved_runs[r.run_id] = tenant;
+                }
+                engine->notify();
+                break;
+            case intake_status::duplicate: r.status = submit_status::duplicate; break;
+            case intake_status::held: r.status = submit_status::held; break;
+            }
+            done(std::move(r));
+        });
+    }
+
+    void ingest_webhook(const std::string& id, const inbound_http_request& req, submit_callback done) {
+        auto sub = st->get_subscription(id);
+        if (!sub) {
+            done(status_only(sub.error() == make_error_code(errc::not_found) ? submit_status::not_found
+                                                                          : submit_status::unavailable));
+            return;
+        }
+        if (sub->source != source_kind::webhook) {
+            done(status_only(submit_status::not_found));
+            return;
+        }
+        if (!accepts_intake(sub->state)) {
+            done(status_only(submit_status::not_active, "subscription not active"));
+            return;
+        }
+        if (!box) {
+            done(status_only(submit_status::unavailable, "host key unavailable"));
+            return;
+        }
+        millis t = now();
+        std::vector<std::string> secrets;
+        if (sub->verification != verification_mode::none && !sub->sealed_secret.empty()) {
+            auto plain = box->unseal(sub->sealed_secret);
+            if (plain) {
+                secrets = intake::split_secrets(*plain);
+            }
+        }
+        auto v = intake::verify_webhook(sub->verification, secrets, req, t / 1000);
+        if (v.refused) {
+            verification_refusal ref;
+            ref.subscription_id = sub->id;
+            ref.dedup_key = box->dedup_key(sub->id, v.webhook_id.empty() ? mint("evt") : v.webhook_id);
+            ref.attempt_event_id = mint("evt");
+            ref.at = t;
+            ref.expires_at = t + settings.dead_letter_retention_days * day_ms;
+            auto recorded = st->record_verification_refusal(ref);
+            if (!recorded) {
+                done(status_only(submit_status::unavailable, "the refusal could not be recorded"));
+                return;
+            }
+            done(status_only(submit_status::signature_invalid, "signature verification failed"));
+            return;
+        }
+        inbound_submission s;
+        s.subscription_id = sub->id;
+        s.provider_event_id = v.webhook_id;
+        s.received_at = t;
+        s.verified = v.verified;
+        s.content_json = intake::webhook_content_json(req);
+        submit(s, std::move(done));
+    }
+
+    submit_result submit_sync(const inbound_submission& s) {
+        auto p = std::make_shared<std::promise<submit_result>>();
+        auto f = p->get_future();
+        submit(s, [p](submit_result r) { p->set_value(std::move(r)); });
+        if (f.wait_for(seam_deadline) != std::future_status::ready) {
+            return status_only(submit_status::unavailable, "intake did not commit in time");
+        }
+        return f.get();
+    }
+
+    // ---- seams --------------------------------------------------------------------------------------
+
+    // Drives the engine until `delivery_id` is delivered or dead-lettered. Due times in the future
+    // (retry backoff) are reached by running the engine at that time rather than by waiting.
+    result<delivery> drive(const std::string& delivery_id) {
+        auto until = std::chrono::steady_clock::now() + seam_deadline;
+        for (;;) {
+            auto d = st->get_delivery(delivery_id);
+            if (!d) {
+                return d.error();
+            }
+            if (d->status == delivery_status::delivered || d->status == delivery_status::dead_lettered) {
+                return d;
+            }
+            if (std::chrono::steady_clock::now() >= until) {
+                return make_error_code(errc::internal);
+            }
+            std::uint64_t seen;
+            {
+                std::lock_guard lock(mutex);
+                seen = progress;
+            }
+            int n = 0;
+            if (d->status == delivery_status::pending) {
+                n = engine->run_due(std::max(now(), d->due_at));
+            }
+            if (n == 0) {
+                // In flight on the engine thread (or probing): wait for the next recorded attempt.
+                std::unique_lock lock(mutex);
+                progress_cv.wait_for(lock, std::chrono::milliseconds(50),
+                                     [&] { return progress != seen; });
+            }
+        }
+    }
+
+    result<subscription> make_seam_subscription(const std::string& tenant, source_kind source,
+                                                std::string_view workflow, retry_policy retry) {
+        subscription sub;
+        sub.id = mint("sub");
+        sub.tenant = tenant;
+        sub.source = source;
+        sub.state = initial_state();
+        sub.workflow_id = std::string(workflow);
+        sub.dedup_enabled = true;
+        sub.retry = retry;
+        sub.breaker = settings.default_breaker;
+        sub.verification = verification_mode::none;
+        sub.origin = subscription::origin_kind::seam;
+        sub.created_at = sub.updated_at = now();
+        auto ins = st->insert_subscription(sub);
+        if (!ins) {
+            return ins.error();
+        }
+        return sub;
+    }
+};
+
+// ---- bridge ------------------------------------------------------------------------------------------
+
+bridge::bridge(bridge_settings settings, std::unique_ptr<store> st, std::unique_ptr<run_starter> starter,
+               clock_source& clock, random_source& random)
+    : impl_(std::make_unique<impl>(std::move(settings), std::move(st), std::move(starter), clock,
+                                   random)) {}
+
+bridge::~bridge() { stop(); }
+
+result<void> bridge::start() {
+    if (!impl_->box) {
+        return impl_->box.error();
+    }
+    bool first = false;
+    {
+        std::lock_guard lock(impl_->mutex);
+        if (impl_->started) {
+            return {};
+        }
+        impl_->started = true;
+        first = !std::exchange(impl_->recovered, true);
+    }
+    if (first) {
+        impl_->fail_interrupted_runs();
+    }
+    impl_->engine->start();
+    return {};
+}
+
+void bridge::stop() {
+    {
+        std::lock_guard lock(impl_->mutex);
+        if (!impl_->started) {
+            return;
+        }
+        impl_->started = false;
+    }
+    impl_->engine->stop();
+    impl_->starter->stop();
+}
+
+const bridge_settings& bridge::settings() const noexcept { return impl_->settings; }
+
+result<void> bridge::apply_config_subscriptions(const std::vector<subscription>& subs,
+                                                const std::map<std::string, std::string>& secrets) {
+    auto& m = *impl_;
+    if (!m.box) {
+        return m.box.error();
+    }
+    std::set<std::string> in_file;
+    for (auto sub : subs) {
+        if (sub.id.empty() || sub.workflow_id.empty()) {
+            return make_error_code(errc::invalid_argument);
+        }
+        sub.origin = subscription::origin_kind::config;
+        if (auto it = secrets.find(sub.id); it != secrets.end() && !it->second.empty()) {
+            auto list = intake::split_secrets(it->second);
+            sub.sealed_secret = m.box->seal(it->second, m.random);
+            sub.secret_fingerprint = list.empty() ? "" : m.box->fingerprint(list.front());
+        }
+        if (sub.source == source_kind::webhook && sub.webhook_id.empty()) {
+            sub.webhook_id = "wh_" + sub.id;
+        }
+        if (sub.created_at == 0) {
+            sub.created_at = m.now();
+        }
+        sub.updated_at = m.now();
+        auto r = m.st->upsert_config_subscription(sub);
+        if (!r) {
+            return r.error();
+        }
+        in_file.insert(sub.id);
+    }
+    auto all = m.st->list_all_subscriptions();
+    if (!all) {
+        return all.error();
+    }
+    for (const auto& sub : *all) {
+        if (sub.origin != subscription::origin_kind::config || in_file.count(sub.id)) {
+            continue;
+        }
+        if (transition_allowed(sub.state, sub_state::paused)) {
+            // Keep a content-free record of why it stopped before it goes.
+            (void)m.st->change_state({sub.id, sub.source, sub.state, sub_state::paused,
+                                      state_reason::source_removed},
+                                     m.mint("evt"), m.now());
+        }
+        auto r = m.st->delete_subscription(sub.id);
+        if (!r && r.error() != make_error_code(errc::not_found)) {
+            return r.error();
+        }
+    }
+    m.engine->notify();
+    return {};
+}
+
+result<registration_result> bridge::register_subscription(const registration_request& req) {
+    auto& m = *impl_;
+    if (!m.box) {
+        return m.box.error();
+    }
+    if (req.tenant.empty() || req.workflow_id.empty() || is_seam_workflow(req.workflow_id)) {
+        return make_error_code(errc::invalid_argument);
+    }
+    if (req.source == source_kind::schedule && !req.schedule) {
+        return make_error_code(errc::invalid_argument);
+    }
+    if (req.retry && req.retry->max_attempts < 1) {
+        return make_error_code(errc::invalid_argument);
+    }
+    // A registration must not bind a workflow the host cannot start (an empty list = any, upstream).
+    auto known = m.starter->workflow_ids();
+    if (!m.starter->has_inner() ||
+        (!known.empty() && std::find(known.begin(), known.end(), req.workflow_id) == known.end())) {
+        return make_error_code(errc::invalid_argument);
+    }
+    subscription sub;
+    sub.id = m.mint("sub");
+    sub.tenant = req.tenant;
+    sub.source = req.source;
+    sub.state = initial_state();
+    sub.workflow_id = req.workflow_id;
+    sub.dedup_enabled = req.dedup_enabled;
+    sub.retry = req.retry.value_or(m.settings.default_retry);
+    sub.breaker = m.settings.default_breaker;
+    sub.verification = req.verification;
+    sub.schedule = req.schedule;
+    sub.connector = req.connector;
+    sub.connector_settings_json = req.connector_settings_json.empty() ? "{}" : req.connector_settings_json;
+    sub.origin = subscription::origin_kind::api;
+    sub.created_at = sub.updated_at = m.now();
+
+    registration_result out;
+    if (sub.source == source_kind::webhook) {
+        unsigned char raw[32];
+        m.random.fill(raw, sizeof raw);
+        out.signing_secret =
+            "whsec_" + sig::base64_encode(std::string_view(reinterpret_cast<char*>(raw), sizeof raw));
+        sub.sealed_secret = m.box->seal(out.signing_secret, m.random);
+        sub.secret_fingerprint = m.box->fingerprint(out.signing_secret);
+        sub.webhook_id = m.mint("wh");
+    }
+    auto ins = m.st->insert_subscription(sub);
+    if (!ins) {
+        return ins.error();
+    }
+    if (sub.source != source_kind::schedule) {
+        std::string base = m.settings.public_url;
+        while (!base.empty() && base.back() == '/') {
+            base.pop_back();
+        }
+        out.ingest_url = base + "/v1/ingest/" + sub.id;
+    }
+    out.record = std::move(sub);
+    return out;
+}
+
+result<std::vector<subscription>> bridge::list_subscriptions(const std::string& tenant) {
+    return impl_->st->list_subscriptions(tenant);
+}
+
+result<subscription_view> bridge::get_subscription(const std::string& tenant, const std::string& id) {
+    auto sub = impl_->owned(tenant, id);
+    if (!sub) {
+        return sub.error();
+    }
+    subscription_view view;
+    view.record = std::move(*sub);
+    page_request pr;
+    pr.limit = 20;
+    if (auto recent = impl_->st->list_deliveries(id, pr)) {
+        view.recent_deliveries = std::move(recent->items);
+    }
+    return view;
+}
+
+result<subscription> bridge::set_state(const std::string& tenant, const std::string& id, sub_state to) {
+    auto& m = *impl_;
+    auto sub = m.owned(tenant, id);
+    if (!sub) {
+        return sub.error();
+    }
+    if (sub->state == to) {
+        return sub; // already there: a no-op, not a transition
+    }
+    if (auto ok = check_transition(sub->state, to); !ok) {
+        return ok.error();
+    }
+    millis at = m.now();
+    auto changed = m.st->change_state({sub->id, sub->source, sub->state, to, operator_reason(to)},
+                                      m.mint("evt"), at);
+    if (!changed) {
+        return changed.error();
+    }
+    if (to == sub_state::active) {
+        (void)m.st->release_held(sub->id, at);
+        m.engine->notify();
+    }
+    return m.st->get_subscription(id);
+}
+
+result<void> bridge::delete_subscription(const std::string& tenant, const std::string& id) {
+    auto sub = impl_->owned(tenant, id);
+    if (!sub) {
+        return sub.error();
+    }
+    return impl_->st->delete_subscription(id);
+}
+
+result<page<delivery>> bridge::list_deliveries(const std::string& tenant, const std::string& id,
+                                               const page_request& req) {
+    auto sub = impl_->owned(tenant, id);
+    if (!sub) {
+        return sub.error();
+    }
+    return impl_->st->list_deliveries(id, req);
+}
+
+result<page<dead_letter>> bridge::list_dead_letters(const std::string& tenant, const std::string& id,
+                                                    const page_request& req) {
+    auto sub = impl_->owned(tenant, id);
+    if (!sub) {
+        return sub.error();
+    }
+    page_request clamped = req;
+    clamped.limit = std::clamp(req.limit, 1, std::max(1, impl_->settings.dead_letter_max_page_size));
+    return impl_->st->list_dead_letters(id, clamped, impl_->now());
+}
+
+result<subscription> bridge::find_subscription(const std::string& id) {
+    return impl_->st->get_subscription(id);
+}
+
+void bridge::ingest_webhook(const std::string& subscription_id, const inbound_http_request& req,
+                            submit_callback done) {
+    impl_->ingest_webhook(subscription_id, req, std::move(done));
+}
+
+void bridge::submit(const inbound_submission& s, submit_callback done) {
+    impl_->submit(s, std::move(done));
+}
+
+result<run_record> bridge::get_run(const std::string& tenant, const std::string& run_id) {
+    auto run = impl_->st->get_run(run_id);
+    if (!run) {
+        return run.error();
+    }
+    if (run->tenant != tenant) {
+        return make_error_code(errc::not_found);
+    }
+    return run;
+}
+
+result<poll_result> bridge::read_events(const std::string& tenant, const std::string& run_id,
+                                        std::int64_t after_sequence, int limit) {
+    auto run = get_run(tenant, run_id);
+    if (!run) {
+        if (run.error() == make_error_code(errc::not_found) && impl_->is_reserved(run_id, tenant)) {
+            return poll_result{}; // accepted, run.started not committed yet: nothing to read so far
+        }
+        return run.error();
+    }
+    limit = std::clamp(limit, 1, 1000);
+    auto evs = impl_->st->run_events_after(run_id, after_sequence, limit);
+    if (!evs) {
+        return evs.error();
+    }
+    poll_result out;
+    // Complete when the run is terminal and this read reached the end of its log.
+    bool terminal = run->status == run_status::completed || run->status == run_status::failed;
+    out.is_complete = terminal && static_cast<int>(evs->size()) < limit;
+    out.events = std::move(*evs);
+    return out;
+}
+
+std::uint64_t bridge::watch_run(const std::string& run_id, std::int64_t after_sequence,
+                                std::function<void()> notify) {
+    auto& m = *impl_;
+    std::uint64_t token;
+    {
+        std::lock_guard lock(m.mutex);
+        token = m.next_token++;
+        m.watchers[token] = {run_id, after_sequence, std::move(notify)};
+    }
+    // Registered first, checked second: an event committed in between still fires the watcher.
+    auto evs = m.st->run_events_after(run_id, after_sequence, 1);
+    if (evs && !evs->empty()) {
+        std::function<void()> fire;
+        {
+            std::lock_guard lock(m.mutex);
+            if (auto it = m.watchers.find(token); it != m.watchers.end()) {
+                fire = std::move(it->second.notify);
+                m.watchers.erase(it);
+            }
+        }
+        if (fire) {
+            fire();
+        }
+    }
+    return token;
+}
+
+void bridge::cancel_watch(std::uint64_t token) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->watchers.erase(token);
+}
+
+result<seam_deliver_result> bridge::seam_deliver(const seam_deliver_request& req) {
+    auto& m = *impl_;
+    if (!m.settings.test_seams) {
+        return make_error_code(errc::not_found);
+    }
+    if (!m.box) {
+        return m.box.error();
+    }
+    auto source = req.source.empty() ? std::optional(source_kind::webhook) : parse_source_kind(req.source);
+    if (!source) {
+        return make_error_code(errc::invalid_argument);
+    }
+    const std::string tenant = req.tenant.empty() ? "default" : req.tenant;
+    seam_deliver_result out;
+
+    auto submission = [&](const subscription& sub) {
+        inbound_submission s;
+        s.subscription_id = sub.id;
+        s.provider_event_id = m.mint("evt");
+        s.received_at = m.now();
+        s.verified = true;
+        s.content_json = std::string("{\"") + std::string(to_string(sub.source)) + "\":{}}";
+        return s;
+    };
+
+    if (req.scenario == "dedup" || req.scenario == "deliver") {
+        retry_policy quick{3, backoff_kind::fixed, 50, 50, false};
+        auto sub = m.make_seam_subscription(tenant, *source, seam_noop_workflow, quick);
+        if (!sub) {
+            return sub.error();
+        }
+        auto s = submission(*sub);
+        if (req.scenario == "dedup") {
+            s.verbatim_dedup_key = req.dedup_key.empty() ? m.mint("seam") : req.dedup_key;
+        }
+        auto first = m.submit_sync(s);
+        if (first.status != submit_status::accepted && first.status != submit_status::duplicate) {
+            return make_error_code(first.status == submit_status::unavailable ? errc::store_unavailable
+                                                                               : errc::internal);
+        }
+        auto d = m.drive(first.delivery_id);
+        if (!d) {
+            return d.error();
+        }
+        out.subscription_id = sub->id;
+        out.run_id = first.run_id;
+        out.outcome = std::string(to_string(attempt_outcome::delivered));
+        out.delivered_count = d->status == delivery_status::delivered ? 1 : 0;
+        if (req.scenario == "dedup") {
+            auto second = m.submit_sync(s); // same key: a no-op returning the prior run
+            if (second.status == submit_status::accepted) {
+                return make_error_code(errc::internal); // dedup broken: say so rather than pass
+            }
+        }
+        return out;
+    }
+    if (req.scenario == "exhaust") {
+        retry_policy quick{2, backoff_kind::fixed, 20, 20, false};
+        auto sub = m.make_seam_subscription(tenant, *source, seam_fail_workflow, quick);
+        if (!sub) {
+            return sub.error();
+        }
+        auto first = m.submit_sync(submission(*sub));
+        if (first.status != submit_status::accepted) {
+            return make_error_code(first.status == submit_status::unavailable ? errc::store_unavailable
+                                                                               : errc::internal);
+        }
+        auto d = m.drive(first.delivery_id);
+        if (!d) {
+            return d.error();
+        }
+        out.subscription_id = sub->id;
+        out.run_id = sub->id; // the carrier: seam_events serves the subscription's run-less log
+        out.outcome = std::string(to_string(attempt_outcome::dead_lettered));
+        out.delivered_count = 0;
+        return out;
+    }
+    return make_error_code(errc::invalid_argument);
+}
+
+result<std::vector<run_event>> bridge::seam_events(const std::string& tenant, const std::string& run_id) {
+    auto& m = *impl_;
+    if (!m.settings.test_seams) {
+        return make_error_code(errc::not_found);
+    }
+    if (auto run = m.st->get_run(run_id); run && run->tenant == tenant) {
+        return m.st->run_events_after(run_id, -1, 100000);
+    }
+    if (auto sub = m.st->get_subscription(run_id); sub && sub->tenant == tenant) {
+        return m.st->subscription_events(run_id);
+    }
+    return std::vector<run_event>{};
+}
+
+result<void> bridge::seam_reset(const std::string& tenant) {
+    auto& m = *impl_;
+    if (!m.settings.test_seams) {
+        return make_error_code(errc::not_found);
+    }
+    auto subs = m.st->list_subscriptions(tenant);
+    if (!subs) {
+        return subs.error();
+    }
+    for (const auto& sub : *subs) {
+        if (sub.origin == subscription::origin_kind::seam) {
+            (void)m.st->delete_subscription(sub.id);
+        }
+    }
+    return {};
+}
+
+result<void> bridge::ready() { return impl_->st->ping(); }
+
+int bridge::run_due(millis now) { return impl_->engine->run_due(now); }
+
+} // namespace wopbridge

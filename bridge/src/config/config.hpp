@@ -1,0 +1,157 @@
+#pragma once
+// The YAML configuration file as typed structs (key reference: schemas/wopbridge-config.schema.json).
+//   - `${VAR}` in any scalar is replaced from the environment; a missing variable is an error, `$${`
+//     is a literal `${`.
+//   - `file:/path` as the whole value of a secret (auth.apiKeys[].key, runs.upstream.apiKey,
+//     store.postgres.url, subscriptions[].signingSecret, and string values under `settings`) is
+//     replaced by the file's contents, trimmed.
+//   - Relative paths (store.sqlite.path, hostKeyFile, server.tls.*, the first element of a workflow
+//     command when it contains '/', and `file:` secrets) are resolved against the directory of the
+//     config file, not the process's working directory. A command without '/' is looked up in PATH.
+//   - Loading reports every error found, each as "file:line:col: message" (1-based).
+
+#include "app/bridge.hpp"
+#include "contract/types.hpp"
+#include "core/clock.hpp"
+#include "runs/run_starter.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wopbridge {
+
+struct config_error {
+    std::string file;
+    int line = 0;   // 1-based; 0 = not tied to a position
+    int column = 0; // 1-based
+    std::string message;
+    std::string to_string() const; // "file:line:col: message"
+};
+
+struct tls_config {
+    std::string cert_file; // absolute
+    std::string key_file;  // absolute
+};
+
+struct server_config {
+    std::string listen = "127.0.0.1:8080";
+    std::string listen_host = "127.0.0.1"; // without brackets for IPv6
+    std::uint16_t listen_port = 8080;
+    std::string public_url;                // empty = "http://" + listen
+    std::size_t max_body_bytes = 1024 * 1024;
+    int threads = 2;
+    std::optional<tls_config> tls;
+};
+
+struct api_key_config {
+    std::string key; // secret: never log
+    std::string tenant = "default";
+    std::vector<std::string> scopes;
+};
+
+struct store_config {
+    enum class backend_kind { sqlite, postgres } backend = backend_kind::sqlite;
+    std::string sqlite_path;  // absolute
+    std::string postgres_url; // may hold credentials: never log
+};
+
+struct runs_config {
+    enum class mode_kind { local, upstream } mode = mode_kind::local;
+    std::vector<local_workflow> workflows; // local
+    upstream_options upstream;             // upstream
+};
+
+struct delivery_config {
+    retry_policy retry;
+    breaker_policy breaker;
+    millis dedup_retention_ms = 24LL * 3600 * 1000;
+    int max_in_flight = 64;
+    int max_pending_intake = 10000;
+    millis lease_ms = 60 * 1000;
+    millis attempt_timeout_ms = 30 * 1000;
+};
+
+struct dead_letter_config {
+    int retention_days = 7;
+    int max_page_size = 100;
+};
+
+struct connector_config {
+    std::string name;
+    std::string module;
+    std::string settings_json = "{}"; // secrets resolved; hand only to the plugin host
+};
+
+struct subscription_config {
+    std::string id;
+    std::string tenant = "default";
+    source_kind source = source_kind::webhook;
+    std::string connector;
+    std::string workflow_id;
+    verification_mode verification = verification_mode::required;
+    std::optional<retry_policy> retry; // absent = delivery.retryPolicy
+    bool dedup = true;
+    std::optional<schedule_spec> schedule;
+    std::string signing_secret;        // secret: never log
+    std::string settings_json = "{}";  // connector settings for this subscription
+    int line = 0;                      // where it was declared
+    int column = 0;
+};
+
+struct logging_config {
+    std::string level = "info"; // trace debug info warn error
+};
+
+struct config {
+    std::string file;                  // as given
+    std::filesystem::path base_dir;    // the config file's directory (absolute)
+    server_config server;
+    std::vector<api_key_config> api_keys;
+    store_config store;
+    runs_config runs;
+    delivery_config delivery;
+    dead_letter_config dead_letter;
+    std::vector<connector_config> connectors;
+    std::vector<subscription_config> subscriptions;
+    std::string host_key_file;         // absolute
+    logging_config logging;
+    bool test_seams = false;
+};
+
+// Environment lookup (injected for tests); nullopt = not set.
+using env_lookup = std::function<std::optional<std::string>(const std::string& name)>;
+env_lookup process_environment();
+
+struct config_load_result {
+    std::optional<config> value;       // set only when errors is empty
+    std::vector<config_error> errors;
+    explicit operator bool() const noexcept { return value.has_value(); }
+};
+
+config_load_result load_config(const std::string& path, const env_lookup& env = process_environment());
+// Parses text as if read from `file_name`; relative paths resolve against `base_dir`.
+config_load_result parse_config(std::string_view yaml_text, const std::string& file_name,
+                                const std::filesystem::path& base_dir,
+                                const env_lookup& env = process_environment());
+
+// ---- what the rest of the program needs ---------------------------------------------------------
+
+bridge_settings make_bridge_settings(const config& c);
+// The config-origin subscription records, and their plaintext signing secrets keyed by subscription
+// id, for bridge::apply_config_subscriptions.
+std::vector<subscription> make_subscriptions(const config& c,
+                                             std::map<std::string, std::string>& secrets);
+// The run starter's working directory (= the config file's directory).
+std::string run_working_directory(const config& c);
+
+// `wopbridge check-config FILE`: prints every error to stderr (one per line) and returns 0 when the
+// file is valid, 1 otherwise.
+int check_config(const std::string& path, const env_lookup& env = process_environment());
+
+} // namespace wopbridge

@@ -1,0 +1,211 @@
+#include "core/secret_box.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <vector>
+
+namespace wopbridge {
+namespace {
+
+constexpr std::size_t nonce_size = 12;
+constexpr std::size_t tag_size = 16;
+constexpr std::string_view seal_prefix = "v1:";
+
+std::string base64(std::string_view raw) {
+    std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
+    int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                            reinterpret_cast<const unsigned char*>(raw.data()),
+                            static_cast<int>(raw.size()));
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+}
+
+bool unbase64(std::string_view text, std::string& out) {
+    if (text.size() % 4 != 0) {
+        return false;
+    }
+    out.assign(3 * text.size() / 4 + 1, '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                            reinterpret_cast<const unsigned char*>(text.data()),
+                            static_cast<int>(text.size()));
+    if (n < 0) {
+        return false;
+    }
+    std::size_t pad = 0;
+    if (!text.empty() && text.back() == '=') {
+        ++pad;
+        if (text.size() > 1 && text[text.size() - 2] == '=') {
+            ++pad;
+        }
+    }
+    out.resize(static_cast<std::size_t>(n) - pad);
+    return true;
+}
+
+struct ctx_deleter {
+    void operator()(EVP_CIPHER_CTX* c) const { EVP_CIPHER_CTX_free(c); }
+};
+using cipher_ctx = std::unique_ptr<EVP_CIPHER_CTX, ctx_deleter>;
+
+result<std::string> read_key_file(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return make_error_code(errc::invalid_argument);
+    }
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
+        ::close(fd); // group/world access to the host key defeats sealing
+        return make_error_code(errc::invalid_argument);
+    }
+    std::string key(secret_box::key_size + 1, '\0');
+    ssize_t n = ::read(fd, key.data(), key.size());
+    ::close(fd);
+    if (n != static_cast<ssize_t>(secret_box::key_size)) {
+        return make_error_code(errc::invalid_argument);
+    }
+    key.resize(secret_box::key_size);
+    return key;
+}
+
+result<std::string> create_key_file(const std::string& path, random_source& random) {
+    std::string key(secret_box::key_size, '\0');
+    random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return make_error_code(errc::invalid_argument);
+    }
+    bool ok = ::fchmod(fd, 0600) == 0 &&
+              ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) &&
+              ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) {
+        ::unlink(path.c_str());
+        return make_error_code(errc::internal);
+    }
+    return key;
+}
+
+} // namespace
+
+result<secret_box> secret_box::open(const std::string& key_file, random_source& random) {
+    if (key_file.empty()) {
+        std::string key(key_size, '\0');
+        random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
+        return secret_box(std::move(key));
+    }
+    struct stat st{};
+    if (::stat(key_file.c_str(), &st) != 0 && errno == ENOENT) {
+        auto created = create_key_file(key_file, random);
+        if (created) {
+            return secret_box(std::move(*created));
+        }
+        // Lost a creation race with another process: read what it wrote.
+    }
+    auto key = read_key_file(key_file);
+    if (!key) {
+        return key.error();
+    }
+    return secret_box(std::move(*key));
+}
+
+result<secret_box> secret_box::from_key(std::string key) {
+    if (key.size() != key_size) {
+        return make_error_code(errc::invalid_argument);
+    }
+    return secret_box(std::move(key));
+}
+
+std::string secret_box::seal(std::string_view plaintext, random_source& random) const {
+    unsigned char nonce[nonce_size];
+    random.fill(nonce, nonce_size);
+    std::string out(reinterpret_cast<const char*>(nonce), nonce_size);
+    out.resize(nonce_size + plaintext.size() + tag_size);
+    auto* ct = reinterpret_cast<unsigned char*>(out.data()) + nonce_size;
+
+    cipher_ctx ctx(EVP_CIPHER_CTX_new());
+    int len = 0;
+    int total = 0;
+    bool ok = ctx && EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) == 1 &&
+              EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, nonce_size, nullptr) == 1 &&
+              EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr,
+                                 reinterpret_cast<const unsigned char*>(key_.data()), nonce) == 1 &&
+              EVP_EncryptUpdate(ctx.get(), ct, &len,
+                                reinterpret_cast<const unsigned char*>(plaintext.data()),
+                                static_cast<int>(plaintext.size())) == 1;
+    total = len;
+    ok = ok && EVP_EncryptFinal_ex(ctx.get(), ct + total, &len) == 1;
+    total += len;
+    ok = ok && EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, tag_size, ct + total) == 1;
+    if (!ok) {
+        std::abort(); // AES-GCM with valid parameters cannot fail short of a broken libcrypto
+    }
+    return std::string(seal_prefix) + base64(out);
+}
+
+result<std::string> secret_box::unseal(std::string_view sealed) const {
+    if (sealed.substr(0, seal_prefix.size()) != seal_prefix) {
+        return make_error_code(errc::invalid_argument);
+    }
+    std::string raw;
+    if (!unbase64(sealed.substr(seal_prefix.size()), raw) || raw.size() < nonce_size + tag_size) {
+        return make_error_code(errc::invalid_argument);
+    }
+    const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+    const std::size_t ct_size = raw.size() - nonce_size - tag_size;
+    std::string plain(ct_size, '\0');
+    auto* out = reinterpret_cast<unsigned char*>(plain.data());
+    std::vector<unsigned char> tag(bytes + nonce_size + ct_size, bytes + raw.size());
+
+    cipher_ctx ctx(EVP_CIPHER_CTX_new());
+    int len = 0;
+    bool ok = ctx && EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) == 1 &&
+              EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, nonce_size, nullptr) == 1 &&
+              EVP_DecryptInit_ex(ctx.get(), nullptr, nullptr,
+                                 reinterpret_cast<const unsigned char*>(key_.data()), bytes) == 1 &&
+              EVP_DecryptUpdate(ctx.get(), out, &len, bytes + nonce_size,
+                                static_cast<int>(ct_size)) == 1 &&
+              EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, tag_size, tag.data()) == 1;
+    int final_len = 0;
+    ok = ok && EVP_DecryptFinal_ex(ctx.get(), out + len, &final_len) == 1;
+    if (!ok) {
+        return make_error_code(errc::invalid_argument);
+    }
+    plain.resize(static_cast<std::size_t>(len + final_len));
+    return plain;
+}
+
+std::string secret_box::hmac_hex(std::string_view message) const {
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(mac_len * 2);
+    for (unsigned int i = 0; i < mac_len; ++i) {
+        out.push_back(hex[mac[i] >> 4]);
+        out.push_back(hex[mac[i] & 15]);
+    }
+    return out;
+}
+
+std::string secret_box::fingerprint(std::string_view secret) const {
+    return hmac_hex(secret).substr(0, 16);
+}
+
+std::string secret_box::dedup_key(std::string_view subscription_id,
+                                  std::string_view provider_event_id) const {
+    std::string message;
+    message.reserve(subscription_id.size() + 1 + provider_event_id.size());
+    message.append(subscription_id).append("\n").append(provider_event_id);
+    return "dk_" + hmac_hex(message).substr(0, 32);
+}
+
+} // namespace wopbridge

@@ -1,0 +1,41 @@
+#pragma once
+// The host key and what it protects: signing secrets sealed with AES-256-GCM (so a copy of the
+// database alone does not reveal them), host-keyed secret fingerprints and host-opaque dedup keys.
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace wopbridge {
+
+class secret_box {
+public:
+    static constexpr std::size_t key_size = 32;
+
+    // Loads the 32-byte host key from `key_file`, creating it (mode 0600, random bytes) when absent.
+    // Refuses (invalid_argument) a file that is group/world accessible or not exactly 32 bytes.
+    // An empty path gives an ephemeral in-memory key (tests; sealed secrets do not survive a restart).
+    static result<secret_box> open(const std::string& key_file, random_source& random);
+    // A box over a given key (must be key_size bytes).
+    static result<secret_box> from_key(std::string key);
+
+    // "v1:" + base64(nonce[12] + ciphertext + tag[16]).
+    std::string seal(std::string_view plaintext, random_source& random) const;
+    // invalid_argument for malformed text or a failed authentication (wrong key, tampering).
+    result<std::string> unseal(std::string_view sealed) const;
+
+    // First 16 hex chars of HMAC-SHA256(host_key, secret): host-keyed and truncated (<= 32 chars).
+    std::string fingerprint(std::string_view secret) const;
+    // "dk_" + first 32 hex chars of HMAC-SHA256(host_key, subscription_id + "\n" + provider_event_id).
+    std::string dedup_key(std::string_view subscription_id, std::string_view provider_event_id) const;
+
+private:
+    explicit secret_box(std::string key) : key_(std::move(key)) {}
+    std::string hmac_hex(std::string_view message) const;
+
+    std::string key_;
+};
+
+} // namespace wopbridge

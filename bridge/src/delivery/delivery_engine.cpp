@@ -1,0 +1,415 @@
+#include "delivery/delivery_engine.hpp"
+
+#include "contract/events.hpp"
+#include "contract/retry_schedule.hpp"
+#include "contract/state_machine.hpp"
+#include "core/ids.hpp"
+#include "store/store.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+namespace wopbridge {
+
+struct delivery_engine::attempt_ctx {
+    delivery dlv;
+    subscription sub; // snapshot at claim time (workflow, tenant); the breaker re-reads it
+    run_start_request req;
+    std::string attempt_event_id;
+    std::string run_started_event_id;
+    run_start_result prepared;
+    millis claimed_at = 0;
+    millis deadline = 0;
+    std::atomic<bool> finished{false};
+};
+
+namespace {
+constexpr millis idle_wait_ms = 1000;     // longest wait: expired leases and probes are noticed
+constexpr millis busy_wait_floor_ms = 50; // due work that could not be claimed (paused, probing)
+constexpr millis day_ms = 24LL * 3600 * 1000;
+} // namespace
+
+delivery_engine::delivery_engine(store& st, run_starter& starter, clock_source& clock,
+                                 random_source& random, delivery_engine_options opts)
+    : store_(st), starter_(starter), clock_(clock), random_(random), opts_(opts) {}
+
+delivery_engine::~delivery_engine() { stop(); }
+
+void delivery_engine::set_attempt_listener(attempt_listener listener) {
+    listener_ = std::move(listener);
+}
+
+std::string delivery_engine::mint(std::string_view prefix) {
+    return id_generator(random_).make(prefix);
+}
+
+void delivery_engine::start() {
+    std::lock_guard lock(mutex_);
+    if (running_) {
+        return;
+    }
+    running_ = true;
+    stopping_ = false;
+    thread_ = std::thread([this] { loop(); });
+}
+
+void delivery_engine::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        if (!running_) {
+            return;
+        }
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) {
+        thread_.join();
+    }
+    std::vector<std::shared_ptr<attempt_ctx>> left;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [_, ctx] : in_flight_) {
+            left.push_back(ctx);
+        }
+    }
+    wait_for(left);
+    std::lock_guard lock(mutex_);
+    running_ = false;
+}
+
+void delivery_engine::notify() {
+    {
+        std::lock_guard lock(mutex_);
+        notified_ = true;
+    }
+    cv_.notify_all();
+}
+
+int delivery_engine::run_due(millis now) {
+    int total = 0;
+    // A retry with backoff `none` is due again at `now`: keep claiming until nothing is due, with a
+    // bound so a misbehaving store cannot loop forever.
+    for (int round = 0; round < 1000; ++round) {
+        std::vector<std::shared_ptr<attempt_ctx>> ctxs;
+        int claimed = claim_and_dispatch(now, std::max(1, opts_.max_in_flight), ctxs);
+        wait_for(ctxs);
+        total += claimed;
+        if (claimed == 0) {
+            break;
+        }
+    }
+    return total;
+}
+
+void delivery_engine::loop() {
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) {
+                return;
+            }
+        }
+        millis now = clock_.now_ms();
+        expire_timeouts(now);
+        int capacity = 0;
+        {
+            std::lock_guard lock(mutex_);
+            capacity = opts_.max_in_flight - static_cast<int>(in_flight_.size());
+        }
+        int claimed = 0;
+        if (capacity > 0) {
+            std::vector<std::shared_ptr<attempt_ctx>> ctxs;
+            claimed = claim_and_dispatch(now, capacity, ctxs);
+            if (claimed == capacity) {
+                continue; // more may be due
+            }
+        }
+        millis wait = idle_wait_ms;
+        if (auto next = store_.next_due_at(); next && next->has_value()) {
+            wait = std::clamp(**next - clock_.now_ms(), busy_wait_floor_ms, idle_wait_ms);
+        }
+        {
+            std::lock_guard lock(mutex_);
+            for (auto& [_, ctx] : in_flight_) {
+                wait = std::min(wait, std::max<millis>(1, ctx->deadline - now));
+            }
+        }
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return notified_ || stopping_; });
+        notified_ = false;
+    }
+}
+
+int delivery_engine::claim_and_dispatch(millis now, int limit,
+                                        std::vector<std::shared_ptr<attempt_ctx>>& out) {
+    auto claimed = store_.claim_due(now, limit, opts_.lease_ms);
+    if (!claimed) {
+        return 0;
+    }
+    for (auto& d : *claimed) {
+        auto ctx = std::make_shared<attempt_ctx>();
+        ctx->dlv = std::move(d);
+        ctx->claimed_at = now;
+        ctx->deadline = now + opts_.attempt_timeout_ms;
+        {
+            std::lock_guard lock(mutex_);
+            in_flight_[ctx.get()] = ctx;
+        }
+        out.push_back(ctx);
+        dispatch(ctx);
+    }
+    return static_cast<int>(claimed->size());
+}
+
+void delivery_engine::dispatch(const std::shared_ptr<attempt_ctx>& ctx) {
+    auto sub = store_.get_subscription(ctx->dlv.subscription_id);
+    if (!sub) {
+        // Deleted meanwhile: nothing to record against; the lease lapses with the subscription.
+        std::lock_guard lock(mutex_);
+        ctx->finished = true;
+        in_flight_.erase(ctx.get());
+        done_cv_.notify_all();
+        return;
+    }
+    ctx->sub = std::move(*sub);
+    ctx->attempt_event_id = mint("evt");
+    ctx->run_started_event_id = mint("evt");
+
+    auto& req = ctx->req;
+    req.run_id = ctx->dlv.run_id;
+    req.delivery_id = ctx->dlv.id;
+    req.tenant = ctx->sub.tenant;
+    req.workflow_id = ctx->sub.workflow_id;
+    req.subscription_id = ctx->sub.id;
+    req.causation_event_id = ctx->attempt_event_id;
+    req.deadline = ctx->deadline;
+
+    auto content = store_.delivery_content(ctx->dlv.id);
+    if (!content) {
+        run_start_result r;
+        r.outcome = run_start_result::kind::retry;
+        r.reason = "delivery content unavailable";
+        finish(ctx, r, ctx->claimed_at);
+        return;
+    }
+    req.trigger_event_json = std::move(*content);
+
+    ctx->prepared = starter_.prepare(req);
+    if (ctx->prepared.outcome != run_start_result::kind::started) {
+        finish(ctx, ctx->prepared, ctx->claimed_at);
+        return;
+    }
+    if (starter_.starts_before_commit()) {
+        // Upstream: the Idempotency-Key (delivery id) makes a repeated start return the same run.
+        starter_.start(req, [this, ctx](run_start_result r) {
+            finish(ctx, r, std::max(ctx->claimed_at, clock_.now_ms()));
+        });
+        return;
+    }
+    // Local: commit run.started first so a crash never runs the command twice.
+    if (finish(ctx, ctx->prepared, ctx->claimed_at)) {
+        after_commit_start(ctx);
+    }
+}
+
+void delivery_engine::after_commit_start(const std::shared_ptr<attempt_ctx>& ctx) {
+    starter_.start(ctx->req, [this, ctx](run_start_result r) {
+        millis at = std::max(ctx->claimed_at, clock_.now_ms());
+        const auto& run_id = ctx->dlv.run_id;
+        if (r.outcome == run_start_result::kind::started) {
+            if (r.follow_up_events.empty()) {
+                return; // the lifecycle sink reports the run's end
+            }
+            // A starter that reports what follows only from start() (e.g. run.completed for a
+            // workflow without a command): appended right after the commit.
+            for (const auto& [type, payload] : r.follow_up_events) {
+                store_.append_run_event(run_id, type, payload, "", mint("evt"), at);
+            }
+            if (r.status_after != run_status::running && r.status_after != run_status::pending) {
+                store_.set_run_status(run_id, r.status_after, at);
+            }
+        } else {
+            // The run is committed as started: a failed start fails the run; it is never re-run.
+            store_.append_run_event(run_id, std::string(events::run_failed_type),
+                                    events::run_failed_payload(run_id, "start-failed"), "",
+                                    mint("evt"), at);
+            store_.set_run_status(run_id, run_status::failed, at);
+        }
+        if (listener_) {
+            attempt_report rep;
+            rep.delivery_id = ctx->dlv.id;
+            rep.subscription_id = ctx->dlv.subscription_id;
+            rep.run_id = run_id;
+            rep.reserved_run_id = run_id;
+            rep.outcome = attempt_outcome::delivered;
+            listener_(rep);
+        }
+    });
+}
+
+std::shared_ptr<std::mutex> delivery_engine::subscription_lock(const std::string& id) {
+    std::lock_guard lock(locks_mutex_);
+    auto& m = sub_locks_[id];
+    if (!m) {
+        m = std::make_shared<std::mutex>();
+    }
+    return m;
+}
+
+bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_start_result& res,
+                             millis at) {
+    if (ctx->finished.exchange(true)) {
+        return false; // already timed out (or finished): a late answer changes nothing
+    }
+    bool delivered = false;
+    attempt_report rep;
+    {
+        // Attempts of one subscription record one at a time: the breaker counter is read-modify-write.
+        auto sub_mutex = subscription_lock(ctx->dlv.subscription_id);
+        std::lock_guard sub_lock(*sub_mutex);
+        auto fresh = store_.get_subscription(ctx->dlv.subscription_id);
+        const subscription& sub = fresh ? *fresh : ctx->sub;
+
+        attempt_record rec;
+        rec.delivery_id = ctx->dlv.id;
+        rec.subscription_id = sub.id;
+        rec.at = at;
+        rec.attempt_event_id = ctx->attempt_event_id;
+        rec.attempt.subscription_id = sub.id;
+        rec.attempt.dedup_key = ctx->dlv.dedup_key;
+        rec.attempt.attempt = ctx->dlv.attempts + 1;
+        rec.next_probe_at = sub.next_probe_at;
+
+        auto change_to = [&](sub_state to, state_reason reason) {
+            if (transition_allowed(sub.state, to)) {
+                rec.state_change_caused = state_change{sub.id, sub.source, sub.state, to, reason};
+                rec.state_change_event_id = mint("evt");
+            }
+        };
+
+        if (res.outcome == run_start_result::kind::started) {
+            rec.attempt.outcome = attempt_outcome::delivered;
+            rec.attempt.run_id = ctx->dlv.run_id;
+            run_record run;
+            run.id = ctx->dlv.run_id;
+            run.tenant = sub.tenant;
+            run.workflow_id = sub.workflow_id;
+            run.subscription_id = sub.id;
+            run.delivery_id = ctx->dlv.id;
+            run.upstream_run_id = res.upstream_run_id;
+            run.created_at = at;
+            run.updated_at = at;
+            // Local: prepare() told what follows run.started (e.g. run.completed for a workflow
+            // without a command); upstream: the start result may.
+            const auto& follow = res.follow_up_events.empty() ? ctx->prepared.follow_up_events
+                                                              : res.follow_up_events;
+            run.status = res.follow_up_events.empty() ? ctx->prepared.status_after : res.status_after;
+            if (run.status == run_status::pending) {
+                run.status = run_status::running;
+            }
+            rec.run = run;
+            rec.run_started_event_id = ctx->run_started_event_id;
+            rec.run_started_payload_json = events::run_started_payload(
+                {sub.workflow_id, sub.tenant, sub.id, ctx->dlv.id});
+            rec.extra_run_events = follow;
+            for (std::size_t i = 0; i < follow.size(); ++i) {
+                rec.extra_run_event_ids.push_back(mint("evt"));
+            }
+            rec.consecutive_failures = 0;
+            rec.next_probe_at = 0;
+            if (sub.state == sub_state::failed) {
+                change_to(sub_state::active, state_reason::none); // the probe was delivered
+            }
+            delivered = true;
+        } else {
+            rec.error = res.reason.empty() ? "start failed" : res.reason;
+            rec.consecutive_failures = sub.consecutive_failures + 1;
+            bool exhausted = res.outcome == run_start_result::kind::permanent ||
+                             rec.attempt.attempt >= std::max(1, sub.retry.max_attempts);
+            if (exhausted) {
+                rec.attempt.outcome = attempt_outcome::dead_lettered;
+                rec.dead_letter_expires_at = at + opts_.dead_letter_retention_days * day_ms;
+                change_to(sub_state::dead_lettered, state_reason::retry_exhausted);
+            } else {
+                rec.attempt.outcome = attempt_outcome::retrying;
+                rec.next_due_at =
+                    at + retry_delay(sub.retry, rec.attempt.attempt, res.retry_after_ms, &random_);
+                if (sub.state == sub_state::active &&
+                    rec.consecutive_failures >= std::max(1, sub.breaker.failure_threshold)) {
+                    change_to(sub_state::failed, state_reason::none);
+                    rec.next_probe_at = at + sub.breaker.probe_interval_ms;
+                } else if (sub.state == sub_state::failed) {
+                    rec.next_probe_at = at + sub.breaker.probe_interval_ms;
+                }
+                if (rec.next_probe_at > 0 &&
+                    (sub.state == sub_state::failed || rec.state_change_caused)) {
+                    rec.next_due_at = std::max(rec.next_due_at, rec.next_probe_at);
+                }
+            }
+        }
+        auto recorded = store_.record_attempt(rec);
+        if (!recorded) {
+            // Not committed: the lease lapses and the delivery is claimed again; nothing started.
+            delivered = false;
+            rep.outcome = attempt_outcome::retrying;
+        } else {
+            rep.outcome = rec.attempt.outcome;
+            rep.state_changed = rec.state_change_caused;
+            if (delivered) {
+                rep.run_id = ctx->dlv.run_id;
+            }
+        }
+        rep.delivery_id = ctx->dlv.id;
+        rep.subscription_id = sub.id;
+        rep.reserved_run_id = ctx->dlv.run_id;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        in_flight_.erase(ctx.get());
+    }
+    done_cv_.notify_all();
+    if (listener_) {
+        listener_(rep);
+    }
+    return delivered;
+}
+
+void delivery_engine::expire_timeouts(millis now) {
+    std::vector<std::shared_ptr<attempt_ctx>> expired;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [_, ctx] : in_flight_) {
+            if (ctx->deadline <= now && !ctx->finished) {
+                expired.push_back(ctx);
+            }
+        }
+    }
+    for (auto& ctx : expired) {
+        run_start_result r;
+        r.outcome = run_start_result::kind::retry;
+        r.reason = "attempt timed out";
+        finish(ctx, r, now);
+    }
+}
+
+void delivery_engine::wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& ctxs) {
+    // Bounded in real time by the attempt timeout; an attempt still out then counts as timed out.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.attempt_timeout_ms);
+    std::unique_lock lock(mutex_);
+    auto all_done = [&] {
+        return std::all_of(ctxs.begin(), ctxs.end(),
+                           [this](const auto& c) { return !in_flight_.count(c.get()); });
+    };
+    if (!done_cv_.wait_until(lock, deadline, all_done)) {
+        lock.unlock();
+        for (auto& ctx : ctxs) {
+            run_start_result r;
+            r.outcome = run_start_result::kind::retry;
+            r.reason = "attempt timed out";
+            finish(ctx, r, std::max(ctx->claimed_at, clock_.now_ms()));
+        }
+    }
+}
+
+} // namespace wopbridge

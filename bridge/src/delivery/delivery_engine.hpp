@@ -1,0 +1,105 @@
+#pragma once
+// The due-time engine: claims due deliveries from the store, starts their runs through the run
+// starter and records every attempt in one store::record_attempt transaction (delivered / retrying /
+// dead-lettered, with the breaker bookkeeping and any state change).
+//
+// Threads: start() runs one engine thread that waits on a condition variable until the earliest due
+// time (store::next_due_at, at most 1 s so expired leases and probes are noticed) or a notify(). It
+// never sleeps in a worker and never holds a lock across a run start; an upstream start completes on
+// the starter's thread. run_due(now) is the deterministic test/seam API: it claims and completes
+// everything due at `now` in the calling thread.
+
+#include "contract/types.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
+#include "runs/run_starter.hpp"
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace wopbridge {
+
+class store;
+
+struct delivery_engine_options {
+    int max_in_flight = 64;
+    millis lease_ms = 60 * 1000;
+    millis attempt_timeout_ms = 30 * 1000;
+    int dead_letter_retention_days = 7;
+};
+
+// Told to the owner after each attempt commits (and after a post-commit start failure).
+struct attempt_report {
+    std::string delivery_id;
+    std::string subscription_id;
+    std::string run_id; // the run that got events (delivered, or a failed local start); else empty
+    std::string reserved_run_id; // the delivery's reserved run id, whatever the outcome
+    attempt_outcome outcome = attempt_outcome::retrying;
+    std::optional<state_change> state_changed;
+};
+
+class delivery_engine {
+public:
+    using attempt_listener = std::function<void(const attempt_report&)>;
+
+    // `random` must be safe to use from several threads (see core/synchronized_random.hpp).
+    delivery_engine(store& st, run_starter& starter, clock_source& clock, random_source& random,
+                    delivery_engine_options opts);
+    ~delivery_engine();
+    delivery_engine(const delivery_engine&) = delete;
+    delivery_engine& operator=(const delivery_engine&) = delete;
+
+    // Called after each recorded attempt, on the thread that recorded it; must not block.
+    void set_attempt_listener(attempt_listener listener);
+
+    void start();
+    // Stops claiming, waits for in-flight attempts (each at most attempt_timeout_ms), and leaves
+    // unclaimed or unfinished deliveries to the next start (leases expire). Idempotent.
+    void stop();
+    // New work may be due (intake committed, a subscription was resumed).
+    void notify();
+
+    // Claims and completes everything due at `now`, synchronously. Returns the attempts recorded.
+    int run_due(millis now);
+
+    struct attempt_ctx;
+
+private:
+    void loop();
+    int claim_and_dispatch(millis now, int limit, std::vector<std::shared_ptr<attempt_ctx>>& out);
+    void dispatch(const std::shared_ptr<attempt_ctx>& ctx);
+    bool finish(const std::shared_ptr<attempt_ctx>& ctx, const run_start_result& res, millis at);
+    void after_commit_start(const std::shared_ptr<attempt_ctx>& ctx);
+    void expire_timeouts(millis now);
+    void wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& ctxs);
+    std::shared_ptr<std::mutex> subscription_lock(const std::string& id);
+    std::string mint(std::string_view prefix);
+
+    store& store_;
+    run_starter& starter_;
+    clock_source& clock_;
+    random_source& random_;
+    delivery_engine_options opts_;
+    attempt_listener listener_;
+
+    std::mutex mutex_;
+    std::condition_variable cv_;      // engine wake-ups
+    std::condition_variable done_cv_; // an attempt finished
+    bool running_ = false;
+    bool stopping_ = false;
+    bool notified_ = false;
+    std::map<attempt_ctx*, std::shared_ptr<attempt_ctx>> in_flight_;
+    std::thread thread_;
+
+    std::mutex locks_mutex_;
+    std::map<std::string, std::shared_ptr<std::mutex>> sub_locks_;
+};
+
+} // namespace wopbridge

@@ -1,0 +1,169 @@
+#include "store/sqlite/sqlite_connection.hpp"
+
+namespace wopbridge::sqlite {
+
+errc map_result_code(int rc) noexcept {
+    switch (rc) {
+    case SQLITE_CONSTRAINT_PRIMARYKEY:
+    case SQLITE_CONSTRAINT_UNIQUE:
+        return errc::already_exists;
+    case SQLITE_CONSTRAINT_FOREIGNKEY:
+        return errc::not_found;
+    default:
+        break;
+    }
+    switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT:
+        return errc::invalid_argument;
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_PERM:
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOMEM:
+    case SQLITE_PROTOCOL:
+        return errc::store_unavailable;
+    default:
+        return errc::internal;
+    }
+}
+
+statement::~statement() {
+    if (stmt_ != nullptr) {
+        sqlite3_reset(stmt_);
+        sqlite3_clear_bindings(stmt_);
+    }
+}
+
+statement& statement::bind(int index, std::string_view text) {
+    if (stmt_ != nullptr && bind_rc_ == SQLITE_OK) {
+        bind_rc_ = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
+                                       SQLITE_UTF8);
+    }
+    return *this;
+}
+
+statement& statement::bind(int index, std::int64_t value) {
+    if (stmt_ != nullptr && bind_rc_ == SQLITE_OK) {
+        bind_rc_ = sqlite3_bind_int64(stmt_, index, value);
+    }
+    return *this;
+}
+
+statement& statement::bind_null(int index) {
+    if (stmt_ != nullptr && bind_rc_ == SQLITE_OK) {
+        bind_rc_ = sqlite3_bind_null(stmt_, index);
+    }
+    return *this;
+}
+
+statement& statement::bind_or_null(int index, std::string_view text) {
+    return text.empty() ? bind_null(index) : bind(index, text);
+}
+
+result<bool> statement::step() {
+    if (stmt_ == nullptr) {
+        return map_result_code(prepare_rc_ == SQLITE_OK ? SQLITE_ERROR : prepare_rc_);
+    }
+    if (bind_rc_ != SQLITE_OK) {
+        return map_result_code(bind_rc_);
+    }
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) {
+        return true;
+    }
+    if (rc == SQLITE_DONE) {
+        return false;
+    }
+    return map_result_code(sqlite3_extended_errcode(conn_->handle()));
+}
+
+result<void> statement::run() {
+    for (;;) {
+        auto r = step();
+        if (!r) {
+            return r.error();
+        }
+        if (!*r) {
+            return {};
+        }
+    }
+}
+
+std::string statement::text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    if (p == nullptr) {
+        return {};
+    }
+    return std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+result<std::unique_ptr<connection>> connection::open(const std::string& path, bool create,
+                                                     millis busy_timeout_ms, std::string& why) {
+    sqlite3* db = nullptr;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+    if (create) {
+        flags |= SQLITE_OPEN_CREATE;
+    }
+    int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+    if (rc != SQLITE_OK) {
+        why = "cannot open database: ";
+        why += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        sqlite3_close_v2(db);
+        return errc::store_unavailable;
+    }
+    std::unique_ptr<connection> conn(new connection(db));
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, static_cast<int>(busy_timeout_ms));
+
+    // journal_mode answers the mode in effect; anything but "wal" means we could not switch.
+    {
+        auto st = conn->prepare("PRAGMA journal_mode=WAL");
+        auto r = st.step();
+        if (!r || !*r || st.text(0) != "wal") {
+            why = "cannot enable WAL journal mode: " + conn->last_error();
+            return errc::store_unavailable;
+        }
+    }
+    // FULL: the WAL is fsynced at every commit, so a committed intake survives power loss.
+    if (auto r = conn->exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !r) {
+        why = "cannot configure connection: " + conn->last_error();
+        return r.error();
+    }
+    return conn;
+}
+
+connection::~connection() {
+    for (auto& [sql, stmt] : cache_) {
+        sqlite3_finalize(stmt);
+    }
+    sqlite3_close_v2(db_);
+}
+
+result<void> connection::exec(const char* sql) {
+    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) {
+        return map_result_code(sqlite3_extended_errcode(db_));
+    }
+    return {};
+}
+
+statement connection::prepare(const char* sql) {
+    auto it = cache_.find(sql);
+    if (it != cache_.end()) {
+        return statement(*this, it->second, SQLITE_OK);
+    }
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK || stmt == nullptr) {
+        return statement(*this, nullptr, rc == SQLITE_OK ? SQLITE_ERROR : rc);
+    }
+    cache_.emplace(sql, stmt);
+    return statement(*this, stmt, SQLITE_OK);
+}
+
+} // namespace wopbridge::sqlite

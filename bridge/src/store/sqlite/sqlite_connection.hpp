@@ -1,0 +1,85 @@
+#pragma once
+// A thin RAII layer over one sqlite3 connection: cached prepared statements, typed binds and
+// columns, and the mapping of SQLite result codes onto the bridge's errc. Not thread-safe: the
+// owner serializes use of a connection with its own mutex.
+
+#include "core/clock.hpp"
+#include "core/error.hpp"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace wopbridge::sqlite {
+
+// SQLite (extended) result code -> the bridge's error code.
+errc map_result_code(int rc) noexcept;
+
+class connection;
+
+// A borrowed cached statement; reset (and its bindings cleared) when this handle goes away, so no
+// read transaction outlives a call.
+class statement {
+public:
+    statement(connection& conn, sqlite3_stmt* stmt, int prepare_rc) noexcept
+        : conn_(&conn), stmt_(stmt), prepare_rc_(prepare_rc) {}
+    statement(const statement&) = delete;
+    statement& operator=(const statement&) = delete;
+    ~statement();
+
+    statement& bind(int index, std::string_view text);
+    statement& bind(int index, std::int64_t value);
+    statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
+    statement& bind(int index, bool value) { return bind(index, static_cast<std::int64_t>(value)); }
+    statement& bind_null(int index);
+    // Binds text, or NULL when empty (optional columns).
+    statement& bind_or_null(int index, std::string_view text);
+
+    // true: a row is available; false: done.
+    result<bool> step();
+    // Runs to completion, expecting no rows.
+    result<void> run();
+
+    std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+    int integer(int col) const { return sqlite3_column_int(stmt_, col); }
+    std::string text(int col) const;
+    bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+private:
+    connection* conn_;
+    sqlite3_stmt* stmt_;
+    int prepare_rc_;
+    int bind_rc_ = SQLITE_OK;
+};
+
+class connection {
+public:
+    // Opens (creating when `create`) with WAL, synchronous=FULL, foreign keys and the busy timeout.
+    static result<std::unique_ptr<connection>> open(const std::string& path, bool create,
+                                                    millis busy_timeout_ms, std::string& why);
+    ~connection();
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    // One or more statements without parameters or results.
+    result<void> exec(const char* sql);
+    statement prepare(const char* sql);
+
+    // Number of rows the last INSERT/UPDATE/DELETE changed.
+    std::int64_t changes() const noexcept { return sqlite3_changes64(db_); }
+    bool in_transaction() const noexcept { return sqlite3_get_autocommit(db_) == 0; }
+    // Last SQLite error text (SQL-level, never bound values).
+    std::string last_error() const { return sqlite3_errmsg(db_); }
+    sqlite3* handle() noexcept { return db_; }
+
+private:
+    explicit connection(sqlite3* db) : db_(db) {}
+    sqlite3* db_;
+    std::unordered_map<const char*, sqlite3_stmt*> cache_; // keyed by the literal's address
+};
+
+} // namespace wopbridge::sqlite

@@ -1,0 +1,222 @@
+#include "store/sqlite/sqlite_migrations.hpp"
+
+#include <array>
+
+namespace wopbridge::sqlite {
+namespace {
+
+struct migration {
+    int version;
+    const char* sql;
+};
+
+// Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
+// (store_codec). `seq` columns give arrival order and are the page keys.
+constexpr std::array<migration, 1> migrations{{
+    {1, R"sql(
+CREATE TABLE subscriptions (
+    id                        TEXT PRIMARY KEY,
+    tenant                    TEXT NOT NULL,
+    source                    TEXT NOT NULL,
+    state                     TEXT NOT NULL,
+    workflow_id               TEXT NOT NULL,
+    dedup_enabled             INTEGER NOT NULL,
+    retry_max_attempts        INTEGER NOT NULL,
+    retry_backoff             TEXT NOT NULL,
+    retry_base_delay_ms       INTEGER NOT NULL,
+    retry_max_delay_ms        INTEGER NOT NULL,
+    retry_jitter              INTEGER NOT NULL,
+    breaker_failure_threshold INTEGER NOT NULL,
+    breaker_probe_interval_ms INTEGER NOT NULL,
+    verification              TEXT NOT NULL,
+    webhook_id                TEXT NOT NULL,
+    secret_fingerprint        TEXT NOT NULL,
+    sealed_secret             TEXT NOT NULL,
+    schedule_cron             TEXT,
+    schedule_time_zone        TEXT,
+    connector                 TEXT NOT NULL,
+    connector_settings_json   TEXT NOT NULL,
+    origin                    TEXT NOT NULL,
+    consecutive_failures      INTEGER NOT NULL,
+    next_probe_at             INTEGER NOT NULL,
+    created_at                INTEGER NOT NULL,
+    updated_at                INTEGER NOT NULL
+);
+CREATE INDEX subscriptions_by_tenant ON subscriptions (tenant, id);
+
+CREATE TABLE dedup (
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    dedup_key       TEXT NOT NULL,
+    delivery_id     TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    PRIMARY KEY (subscription_id, dedup_key)
+) WITHOUT ROWID;
+CREATE INDEX dedup_by_expiry ON dedup (expires_at);
+
+CREATE TABLE deliveries (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              TEXT NOT NULL UNIQUE,
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    tenant          TEXT NOT NULL,
+    dedup_key       TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          INTEGER NOT NULL,
+    lease_until     INTEGER NOT NULL DEFAULT 0,
+    received_at     INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    last_error      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX deliveries_by_status_due ON deliveries (status, due_at, seq);
+CREATE INDEX deliveries_by_subscription ON deliveries (subscription_id, seq);
+
+-- Inbound content lives apart from the delivery row: only delivery_content() reads it.
+CREATE TABLE delivery_contents (
+    delivery_id  TEXT PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+    content_json TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE runs (
+    id              TEXT PRIMARY KEY,
+    tenant          TEXT NOT NULL,
+    workflow_id     TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    delivery_id     TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    upstream_run_id TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+);
+CREATE INDEX runs_by_status ON runs (status, created_at);
+
+CREATE TABLE run_events (
+    run_id       TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    sequence     INTEGER NOT NULL,
+    event_id     TEXT NOT NULL UNIQUE,
+    type         TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    timestamp    INTEGER NOT NULL,
+    causation_id TEXT,
+    PRIMARY KEY (run_id, sequence)
+) WITHOUT ROWID;
+
+-- The run-less log of a subscription: state changes and attempts that started no run.
+CREATE TABLE subscription_events (
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    sequence        INTEGER NOT NULL,
+    event_id        TEXT NOT NULL UNIQUE,
+    type            TEXT NOT NULL,
+    payload_json    TEXT NOT NULL,
+    timestamp       INTEGER NOT NULL,
+    causation_id    TEXT,
+    PRIMARY KEY (subscription_id, sequence)
+) WITHOUT ROWID;
+
+CREATE TABLE dead_letters (
+    seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    subscription_id     TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    attempt_event_id    TEXT NOT NULL UNIQUE,
+    dedup_key           TEXT NOT NULL,
+    attempt             INTEGER NOT NULL,
+    reason              TEXT NOT NULL,
+    state_change_source TEXT,
+    state_change_from   TEXT,
+    state_change_to     TEXT,
+    state_change_reason TEXT,
+    dead_lettered_at    INTEGER NOT NULL,
+    expires_at          INTEGER NOT NULL,
+    delivery_id         TEXT NOT NULL
+);
+CREATE INDEX dead_letters_newest_first ON dead_letters (subscription_id, seq DESC);
+CREATE INDEX dead_letters_by_expiry ON dead_letters (expires_at);
+)sql"},
+}};
+
+result<int> current_version(connection& conn) {
+    auto exists = conn.prepare(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+    auto row = exists.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row) {
+        return 0;
+    }
+    auto st = conn.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+    auto r = st.step();
+    if (!r) {
+        return r.error();
+    }
+    return *r ? st.integer(0) : 0;
+}
+
+} // namespace
+
+int latest_schema_version() noexcept { return migrations.back().version; }
+
+result<void> migrate(connection& conn, std::string& why) {
+    auto version = current_version(conn);
+    if (!version) {
+        why = "cannot read schema version: " + conn.last_error();
+        return version.error();
+    }
+    auto too_new = [&](int v) {
+        why = "database schema version " + std::to_string(v) +
+              " is newer than this build supports (" + std::to_string(latest_schema_version()) +
+              "); upgrade wopbridge";
+    };
+    if (*version > latest_schema_version()) {
+        too_new(*version);
+        return errc::unsupported;
+    }
+    if (*version == latest_schema_version()) {
+        return {};
+    }
+    auto fail = [&](const char* what, boost::system::error_code ec) -> result<void> {
+        why = std::string(what) + ": " + conn.last_error();
+        if (conn.in_transaction()) {
+            conn.exec("ROLLBACK");
+        }
+        return ec;
+    };
+    if (auto r = conn.exec("BEGIN IMMEDIATE"); !r) {
+        return fail("cannot start migration", r.error());
+    }
+    if (auto r = conn.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                           "version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+        !r) {
+        return fail("cannot create schema_migrations", r.error());
+    }
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    version = current_version(conn);
+    if (!version) {
+        return fail("cannot read schema version", version.error());
+    }
+    if (*version > latest_schema_version()) {
+        conn.exec("ROLLBACK");
+        too_new(*version);
+        return errc::unsupported;
+    }
+    for (const auto& m : migrations) {
+        if (m.version <= *version) {
+            continue;
+        }
+        if (auto r = conn.exec(m.sql); !r) {
+            return fail("migration failed", r.error());
+        }
+        auto st = conn.prepare("INSERT INTO schema_migrations (version, applied_at) "
+                               "VALUES (?1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))");
+        st.bind(1, m.version);
+        if (auto r = st.run(); !r) {
+            return fail("cannot record migration", r.error());
+        }
+    }
+    if (auto r = conn.exec("COMMIT"); !r) {
+        return fail("cannot commit migration", r.error());
+    }
+    return {};
+}
+
+} // namespace wopbridge::sqlite

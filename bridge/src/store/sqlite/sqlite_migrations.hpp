@@ -1,0 +1,19 @@
+#pragma once
+// Versioned schema of the SQLite backend. Migrations are append-only: never edit a released step,
+// add a new one. Each step runs in the same transaction as its schema_migrations row.
+
+#include "store/sqlite/sqlite_connection.hpp"
+
+#include <string>
+
+namespace wopbridge::sqlite {
+
+// The schema version this build writes.
+int latest_schema_version() noexcept;
+
+// Brings the database to latest_schema_version(). Fails with unsupported (and a reason in `why`)
+// when the file was written by a newer build; does not write when the schema is already current
+// (so a read-only file still opens).
+result<void> migrate(connection& conn, std::string& why);
+
+} // namespace wopbridge::sqlite

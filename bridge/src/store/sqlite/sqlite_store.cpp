@@ -1,0 +1,1297 @@
+// The SQLite store backend. One write connection (guarded by write_mu_) serves the intake writer
+// thread and the synchronous mutators; one query_only read connection (guarded by read_mu_) serves
+// the reads. WAL lets reads proceed while a batch commits.
+#include "store/sqlite/sqlite_connection.hpp"
+#include "store/sqlite/sqlite_migrations.hpp"
+#include "store/store.hpp"
+#include "store/store_codec.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+// Propagates the error of a result-returning expression.
+#define WB_TRY(expr)                                                                               \
+    do {                                                                                           \
+        auto&& wb_try_result_ = (expr);                                                            \
+        if (!wb_try_result_) {                                                                     \
+            return wb_try_result_.error();                                                         \
+        }                                                                                          \
+    } while (0)
+
+// Column lists. Statements are cached by the address of their literal, so SQL is always a literal.
+#define WB_SUB_COLS                                                                                \
+    "id, tenant, source, state, workflow_id, dedup_enabled, retry_max_attempts, retry_backoff, "   \
+    "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
+    "breaker_probe_interval_ms, verification, webhook_id, secret_fingerprint, sealed_secret, "     \
+    "schedule_cron, schedule_time_zone, connector, connector_settings_json, origin, "              \
+    "consecutive_failures, next_probe_at, created_at, updated_at"
+#define WB_SUB_PARAMS                                                                              \
+    "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "  \
+    "?21, ?22, ?23, ?24, ?25, ?26"
+#define WB_DLV_COLS                                                                                \
+    "d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts, d.due_at, "   \
+    "d.received_at, d.updated_at, d.last_error, d.seq"
+#define WB_RUN_COLS                                                                                \
+    "id, tenant, workflow_id, subscription_id, delivery_id, status, upstream_run_id, created_at, " \
+    "updated_at"
+#define WB_DL_COLS                                                                                 \
+    "subscription_id, attempt_event_id, dedup_key, attempt, reason, state_change_source, "         \
+    "state_change_from, state_change_to, state_change_reason, dead_lettered_at, expires_at, "      \
+    "delivery_id, seq"
+
+namespace wopbridge {
+namespace {
+
+using sqlite::connection;
+using sqlite::statement;
+namespace codec = store_codec;
+
+constexpr int max_page_limit = 1000;
+constexpr std::string_view deliveries_cursor = "deliveries";
+constexpr std::string_view dead_letters_cursor = "dead-letters";
+
+int clamp_limit(int limit) { return std::clamp(limit, 1, max_page_limit); }
+
+errc to_errc(const boost::system::error_code& ec) {
+    if (ec.category() == bridge_category()) {
+        return static_cast<errc>(ec.value());
+    }
+    return errc::internal;
+}
+
+template <class Enum>
+result<Enum> parsed(std::optional<Enum> value) {
+    if (!value) {
+        return errc::internal; // a spelling this build does not know: corrupt or newer writer
+    }
+    return *value;
+}
+
+result<subscription> read_subscription(const statement& st) {
+    subscription s;
+    s.id = st.text(0);
+    s.tenant = st.text(1);
+    auto source = parsed(codec::source_from(st.text(2)));
+    auto state = parsed(codec::state_from(st.text(3)));
+    auto backoff = parsed(codec::backoff_from(st.text(7)));
+    auto verification = parsed(codec::verification_from(st.text(13)));
+    auto origin = parsed(codec::origin_from(st.text(21)));
+    if (!source || !state || !backoff || !verification || !origin) {
+        return errc::internal;
+    }
+    s.source = *source;
+    s.state = *state;
+    s.workflow_id = st.text(4);
+    s.dedup_enabled = st.int64(5) != 0;
+    s.retry.max_attempts = st.integer(6);
+    s.retry.backoff = *backoff;
+    s.retry.base_delay_ms = st.int64(8);
+    s.retry.max_delay_ms = st.int64(9);
+    s.retry.jitter = st.int64(10) != 0;
+    s.breaker.failure_threshold = st.integer(11);
+    s.breaker.probe_interval_ms = st.int64(12);
+    s.verification = *verification;
+    s.webhook_id = st.text(14);
+    s.secret_fingerprint = st.text(15);
+    s.sealed_secret = st.text(16);
+    if (!st.is_null(17)) {
+        s.schedule = schedule_spec{st.text(17), st.text(18)};
+    }
+    s.connector = st.text(19);
+    s.connector_settings_json = st.text(20);
+    s.origin = *origin;
+    s.consecutive_failures = st.integer(22);
+    s.next_probe_at = st.int64(23);
+    s.created_at = st.int64(24);
+    s.updated_at = st.int64(25);
+    return s;
+}
+
+void bind_subscription(statement& st, const subscription& s) {
+    st.bind(1, s.id)
+        .bind(2, s.tenant)
+        .bind(3, codec::name_of(s.source))
+        .bind(4, codec::name_of(s.state))
+        .bind(5, s.workflow_id)
+        .bind(6, s.dedup_enabled)
+        .bind(7, s.retry.max_attempts)
+        .bind(8, codec::name_of(s.retry.backoff))
+        .bind(9, s.retry.base_delay_ms)
+        .bind(10, s.retry.max_delay_ms)
+        .bind(11, s.retry.jitter)
+        .bind(12, s.breaker.failure_threshold)
+        .bind(13, s.breaker.probe_interval_ms)
+        .bind(14, codec::name_of(s.verification))
+        .bind(15, s.webhook_id)
+        .bind(16, s.secret_fingerprint)
+        .bind(17, s.sealed_secret);
+    if (s.schedule) {
+        st.bind(18, s.schedule->cron).bind(19, s.schedule->time_zone);
+    } else {
+        st.bind_null(18).bind_null(19);
+    }
+    st.bind(20, s.connector)
+        .bind(21, s.connector_settings_json)
+        .bind(22, codec::name_of(s.origin))
+        .bind(23, s.consecutive_failures)
+        .bind(24, s.next_probe_at)
+        .bind(25, s.created_at)
+        .bind(26, s.updated_at);
+}
+
+// Reads WB_DLV_COLS; the sort key (seq) is column 11.
+result<delivery> read_delivery(const statement& st) {
+    delivery d;
+    d.id = st.text(0);
+    d.subscription_id = st.text(1);
+    d.tenant = st.text(2);
+    d.dedup_key = st.text(3);
+    d.run_id = st.text(4);
+    auto status = parsed(codec::delivery_status_from(st.text(5)));
+    if (!status) {
+        return status.error();
+    }
+    d.status = *status;
+    d.attempts = st.integer(6);
+    d.due_at = st.int64(7);
+    d.received_at = st.int64(8);
+    d.updated_at = st.int64(9);
+    d.last_error = st.text(10);
+    return d;
+}
+
+result<run_record> read_run(const statement& st) {
+    run_record r;
+    r.id = st.text(0);
+    r.tenant = st.text(1);
+    r.workflow_id = st.text(2);
+    r.subscription_id = st.text(3);
+    r.delivery_id = st.text(4);
+    auto status = parsed(codec::run_status_from(st.text(5)));
+    if (!status) {
+        return status.error();
+    }
+    r.status = *status;
+    r.upstream_run_id = st.text(6);
+    r.created_at = st.int64(7);
+    r.updated_at = st.int64(8);
+    return r;
+}
+
+// Reads: event_id, type, payload_json, timestamp, sequence, causation_id
+run_event read_event(const statement& st, std::string run_id) {
+    run_event e;
+    e.event_id = st.text(0);
+    e.run_id = std::move(run_id);
+    e.type = st.text(1);
+    e.payload_json = st.text(2);
+    e.timestamp = st.int64(3);
+    e.sequence = st.int64(4);
+    e.causation_id = st.text(5);
+    return e;
+}
+
+result<dead_letter> read_dead_letter(const statement& st) {
+    dead_letter d;
+    d.subscription_id = st.text(0);
+    d.attempt_event_id = st.text(1);
+    d.attempt.subscription_id = d.subscription_id;
+    d.attempt.dedup_key = st.text(2);
+    d.attempt.attempt = st.integer(3);
+    d.attempt.outcome = attempt_outcome::dead_lettered;
+    auto reason = parsed(codec::dead_letter_reason_from(st.text(4)));
+    if (!reason) {
+        return reason.error();
+    }
+    d.reason = *reason;
+    if (!st.is_null(5)) {
+        auto source = parsed(codec::source_from(st.text(5)));
+        auto from = parsed(codec::state_from(st.text(6)));
+        auto to = parsed(codec::state_from(st.text(7)));
+        auto why = parsed(codec::reason_from(st.text(8)));
+        if (!source || !from || !to || !why) {
+            return errc::internal;
+        }
+        d.caused_state_change = state_change{d.subscription_id, *source, *from, *to, *why};
+    }
+    d.dead_lettered_at = st.int64(9);
+    d.expires_at = st.int64(10);
+    d.delivery_id = st.text(11);
+    return d;
+}
+
+// Runs a statement with RETURNING and yields the first column of its row.
+result<std::int64_t> returning_int64(statement& st) {
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row) {
+        return errc::internal;
+    }
+    std::int64_t value = st.int64(0);
+    WB_TRY(st.run());
+    return value;
+}
+
+result<bool> subscription_exists(connection& c, const std::string& id) {
+    auto st = c.prepare("SELECT 1 FROM subscriptions WHERE id = ?1");
+    st.bind(1, id);
+    return st.step();
+}
+
+// Event appends: the next sequence is computed in the INSERT itself, under the write transaction,
+// so sequences are gap-free and start at 0.
+result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
+                                      std::string_view type, const std::string& payload,
+                                      const std::string& causation_id,
+                                      const std::string& event_id, millis at) {
+    auto st = c.prepare(
+        "INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, timestamp, "
+        "causation_id) SELECT ?1, COALESCE(MAX(sequence) + 1, 0), ?2, ?3, ?4, ?5, ?6 "
+        "FROM run_events WHERE run_id = ?1 RETURNING sequence");
+    st.bind(1, run_id).bind(2, event_id).bind(3, type).bind(4, payload).bind(5, at);
+    st.bind_or_null(6, causation_id);
+    return returning_int64(st);
+}
+
+result<std::int64_t> insert_subscription_event(connection& c, const std::string& subscription_id,
+                                               std::string_view type, const std::string& payload,
+                                               const std::string& causation_id,
+                                               const std::string& event_id, millis at) {
+    auto st = c.prepare(
+        "INSERT INTO subscription_events (subscription_id, sequence, event_id, type, "
+        "payload_json, timestamp, causation_id) SELECT ?1, COALESCE(MAX(sequence) + 1, 0), ?2, "
+        "?3, ?4, ?5, ?6 FROM subscription_events WHERE subscription_id = ?1 RETURNING sequence");
+    st.bind(1, subscription_id).bind(2, event_id).bind(3, type).bind(4, payload).bind(5, at);
+    st.bind_or_null(6, causation_id);
+    return returning_int64(st);
+}
+
+// Compare-and-set of the state plus its event on the subscription log.
+result<void> apply_state_change(connection& c, const state_change& change,
+                                const std::string& event_id, millis at,
+                                const std::string& causation_id) {
+    auto st = c.prepare("UPDATE subscriptions SET state = ?1, updated_at = ?2 "
+                        "WHERE id = ?3 AND state = ?4");
+    st.bind(1, codec::name_of(change.to))
+        .bind(2, at)
+        .bind(3, change.subscription_id)
+        .bind(4, codec::name_of(change.from));
+    WB_TRY(st.run());
+    if (c.changes() == 0) {
+        auto exists = subscription_exists(c, change.subscription_id);
+        if (!exists) {
+            return exists.error();
+        }
+        return *exists ? errc::conflict : errc::not_found;
+    }
+    WB_TRY(insert_subscription_event(c, change.subscription_id, codec::event_state_changed,
+                                     codec::state_change_payload_json(change), causation_id,
+                                     event_id, at));
+    return {};
+}
+
+class sqlite_store final : public store {
+public:
+    sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<connection> reader,
+                 int max_batch)
+        : writer_(std::move(writer)), reader_(std::move(reader)),
+          max_batch_(std::max(1, max_batch)) {
+        thread_ = std::thread([this] { writer_loop(); });
+    }
+
+    ~sqlite_store() override {
+        {
+            std::lock_guard lock(queue_mu_);
+            stopping_ = true;
+        }
+        queue_cv_.notify_all();
+        thread_.join(); // the loop drains the queue first: every callback gets its answer
+    }
+
+    // ---- subscriptions ----
+
+    result<void> insert_subscription(const subscription& s) override {
+        return write_transaction([&]() -> result<void> {
+            auto st = writer_->prepare("INSERT INTO subscriptions (" WB_SUB_COLS
+                                       ") VALUES (" WB_SUB_PARAMS ")");
+            bind_subscription(st, s);
+            return st.run();
+        });
+    }
+
+    result<void> upsert_config_subscription(const subscription& s) override {
+        return write_transaction([&]() -> result<void> {
+            auto st = writer_->prepare(
+                "INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
+                "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "
+                "source = excluded.source, workflow_id = excluded.workflow_id, "
+                "dedup_enabled = excluded.dedup_enabled, "
+                "retry_max_attempts = excluded.retry_max_attempts, "
+                "retry_backoff = excluded.retry_backoff, "
+                "retry_base_delay_ms = excluded.retry_base_delay_ms, "
+                "retry_max_delay_ms = excluded.retry_max_delay_ms, "
+                "retry_jitter = excluded.retry_jitter, "
+                "breaker_failure_threshold = excluded.breaker_failure_threshold, "
+                "breaker_probe_interval_ms = excluded.breaker_probe_interval_ms, "
+                "verification = excluded.verification, webhook_id = excluded.webhook_id, "
+                "secret_fingerprint = excluded.secret_fingerprint, "
+                "sealed_secret = excluded.sealed_secret, "
+                "schedule_cron = excluded.schedule_cron, "
+                "schedule_time_zone = excluded.schedule_time_zone, "
+                "connector = excluded.connector, "
+                "connector_settings_json = excluded.connector_settings_json, "
+                "origin = excluded.origin, updated_at = excluded.updated_at");
+            bind_subscription(st, s);
+            return st.run();
+        });
+    }
+
+    result<subscription> get_subscription(const std::string& id) override {
+        return read_transaction([&]() -> result<subscription> {
+            auto st = reader_->prepare("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = ?1");
+            st.bind(1, id);
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return errc::not_found;
+            }
+            return read_subscription(st);
+        });
+    }
+
+    result<std::vector<subscription>> list_subscriptions(const std::string& tenant) override {
+        return read_transaction([&]() -> result<std::vector<subscription>> {
+            auto st = reader_->prepare("SELECT " WB_SUB_COLS
+                                       " FROM subscriptions WHERE tenant = ?1 ORDER BY id");
+            st.bind(1, tenant);
+            return collect_subscriptions(st);
+        });
+    }
+
+    result<std::vector<subscription>> list_all_subscriptions() override {
+        return read_transaction([&]() -> result<std::vector<subscription>> {
+            auto st = reader_->prepare("SELECT " WB_SUB_COLS " FROM subscriptions ORDER BY id");
+            return collect_subscriptions(st);
+        });
+    }
+
+    result<void> delete_subscription(const std::string& id) override {
+        return write_transaction([&]() -> result<void> {
+            auto st = writer_->prepare("DELETE FROM subscriptions WHERE id = ?1");
+            st.bind(1, id);
+            WB_TRY(st.run());
+            if (writer_->changes() == 0) {
+                return errc::not_found;
+            }
+            return {};
+        });
+    }
+
+    result<void> change_state(const state_change& change, const std::string& event_id,
+                              millis at) override {
+        return write_transaction(
+            [&]() -> result<void> { return apply_state_change(*writer_, change, event_id, at, {}); });
+    }
+
+    // ---- intake ----
+
+    void intake(intake_request req, intake_callback done) override {
+        {
+            std::unique_lock lock(queue_mu_);
+            if (!stopping_) {
+                queue_.push_back(queued_intake{std::move(req), std::move(done)});
+                lock.unlock();
+                queue_cv_.notify_one();
+                return;
+            }
+        }
+        if (done) {
+            done(errc::shutting_down);
+        }
+    }
+
+    result<void> record_verification_refusal(const verification_refusal& r) override {
+        return write_transaction([&]() -> result<void> {
+            delivery_attempt a;
+            a.subscription_id = r.subscription_id;
+            a.dedup_key = r.dedup_key;
+            a.attempt = 1;
+            a.outcome = attempt_outcome::dead_lettered;
+            WB_TRY(insert_subscription_event(*writer_, r.subscription_id,
+                                             codec::event_delivery_attempted,
+                                             codec::attempt_payload_json(a), {},
+                                             r.attempt_event_id, r.at));
+            return insert_dead_letter(r.subscription_id, r.attempt_event_id, a,
+                                      dead_letter_reason::verification_failed, std::nullopt, r.at,
+                                      r.expires_at, {});
+        });
+    }
+
+    // ---- deliveries ----
+
+    result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) override {
+        if (limit <= 0) {
+            return std::vector<delivery>{};
+        }
+        return write_transaction([&]() -> result<std::vector<delivery>> {
+            struct candidate {
+                std::int64_t seq;
+                delivery d;
+            };
+            std::vector<candidate> picked;
+            {
+                auto st = writer_->prepare(
+                    "SELECT " WB_DLV_COLS " FROM deliveries d "
+                    "JOIN subscriptions s ON s.id = d.subscription_id "
+                    "WHERE s.state = 'active' AND ((d.status = 'pending' AND d.due_at <= ?1) "
+                    "OR (d.status = 'in_flight' AND d.lease_until <= ?1)) "
+                    "ORDER BY d.due_at, d.seq LIMIT ?2");
+                st.bind(1, now).bind(2, limit);
+                for (;;) {
+                    auto row = st.step();
+                    if (!row) {
+                        return row.error();
+                    }
+                    if (!*row) {
+                        break;
+                    }
+                    auto d = read_delivery(st);
+                    if (!d) {
+                        return d.error();
+                    }
+                    picked.push_back({st.int64(11), std::move(*d)});
+                }
+            }
+            {
+                // Half-open probes: one delivery per failed subscription whose probe time has
+                // come and which has no unexpired probe in flight.
+                auto st = writer_->prepare(
+                    "SELECT " WB_DLV_COLS " FROM deliveries d "
+                    "JOIN subscriptions s ON s.id = d.subscription_id "
+                    "WHERE s.state = 'failed' AND s.next_probe_at <= ?1 "
+                    "AND ((d.status = 'pending' AND d.due_at <= ?1) "
+                    "OR (d.status = 'in_flight' AND d.lease_until <= ?1)) "
+                    "AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE "
+                    "x.subscription_id = s.id AND x.status = 'in_flight' AND x.lease_until > ?1) "
+                    "ORDER BY d.subscription_id, d.due_at, d.seq");
+                st.bind(1, now);
+                std::string last_subscription;
+                for (;;) {
+                    auto row = st.step();
+                    if (!row) {
+                        return row.error();
+                    }
+                    if (!*row) {
+                        break;
+                    }
+                    auto d = read_delivery(st);
+                    if (!d) {
+                        return d.error();
+                    }
+                    if (d->subscription_id == last_subscription) {
+                        continue;
+                    }
+                    last_subscription = d->subscription_id;
+                    picked.push_back({st.int64(11), std::move(*d)});
+                }
+            }
+            std::sort(picked.begin(), picked.end(), [](const candidate& a, const candidate& b) {
+                return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+            });
+            if (picked.size() > static_cast<std::size_t>(limit)) {
+                picked.resize(static_cast<std::size_t>(limit));
+            }
+            std::vector<delivery> out;
+            out.reserve(picked.size());
+            for (auto& c : picked) {
+                auto st = writer_->prepare("UPDATE deliveries SET status = 'in_flight', "
+                                           "lease_until = ?2, updated_at = ?3 WHERE seq = ?1");
+                st.bind(1, c.seq).bind(2, now + lease_ms).bind(3, now);
+                WB_TRY(st.run());
+                c.d.status = delivery_status::in_flight;
+                c.d.updated_at = now;
+                out.push_back(std::move(c.d));
+            }
+            return out;
+        });
+    }
+
+    result<std::string> delivery_content(const std::string& delivery_id) override {
+        return read_transaction([&]() -> result<std::string> {
+            auto st = reader_->prepare(
+                "SELECT content_json FROM delivery_contents WHERE delivery_id = ?1");
+            st.bind(1, delivery_id);
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return errc::not_found;
+            }
+            return st.text(0);
+        });
+    }
+
+    result<void> record_attempt(const attempt_record& rec) override {
+        if (rec.attempt.outcome == attempt_outcome::delivered && !rec.run) {
+            return errc::invalid_argument;
+        }
+        return write_transaction([&]() -> result<void> { return record_attempt_locked(rec); });
+    }
+
+    result<std::optional<millis>> next_due_at() override {
+        return read_transaction([&]() -> result<std::optional<millis>> {
+            // Only what claim_due could take: pending rows of active subscriptions, of failed ones
+            // at their probe time when no probe is in flight, and leases that will expire.
+            auto st = reader_->prepare(
+                "SELECT MIN(t) FROM ("
+                "SELECT CASE WHEN s.state = 'failed' THEN MAX(d.due_at, s.next_probe_at) "
+                "ELSE d.due_at END AS t FROM deliveries d "
+                "JOIN subscriptions s ON s.id = d.subscription_id "
+                "WHERE d.status = 'pending' AND (s.state = 'active' OR (s.state = 'failed' AND "
+                "NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.subscription_id = s.id "
+                "AND x.status = 'in_flight'))) "
+                "UNION ALL SELECT d.lease_until AS t FROM deliveries d "
+                "JOIN subscriptions s ON s.id = d.subscription_id "
+                "WHERE d.status = 'in_flight' AND s.state IN ('active', 'failed'))");
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row || st.is_null(0)) {
+                return std::optional<millis>{};
+            }
+            return std::optional<millis>{st.int64(0)};
+        });
+    }
+
+    result<page<delivery>> list_deliveries(const std::string& subscription_id,
+                                           const page_request& req) override {
+        std::int64_t before = std::numeric_limits<std::int64_t>::max();
+        if (!req.cursor.empty()) {
+            auto key = codec::decode_cursor(req.cursor, deliveries_cursor, subscription_id);
+            if (!key) {
+                return errc::invalid_argument;
+            }
+            before = *key;
+        }
+        const int limit = clamp_limit(req.limit);
+        return read_transaction([&]() -> result<page<delivery>> {
+            auto exists = subscription_exists(*reader_, subscription_id);
+            if (!exists) {
+                return exists.error();
+            }
+            if (!*exists) {
+                return errc::not_found;
+            }
+            auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d "
+                                       "WHERE d.subscription_id = ?1 AND d.seq < ?2 "
+                                       "ORDER BY d.seq DESC LIMIT ?3");
+            st.bind(1, subscription_id).bind(2, before).bind(3, limit + 1);
+            page<delivery> out;
+            std::int64_t last_key = 0;
+            for (;;) {
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (!*row) {
+                    break;
+                }
+                if (out.items.size() == static_cast<std::size_t>(limit)) {
+                    out.next_cursor =
+                        codec::encode_cursor(deliveries_cursor, subscription_id, last_key);
+                    break;
+                }
+                auto d = read_delivery(st);
+                if (!d) {
+                    return d.error();
+                }
+                last_key = st.int64(11);
+                out.items.push_back(std::move(*d));
+            }
+            return out;
+        });
+    }
+
+    result<delivery> get_delivery(const std::string& delivery_id) override {
+        return read_transaction([&]() -> result<delivery> {
+            auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d WHERE d.id = ?1");
+            st.bind(1, delivery_id);
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return errc::not_found;
+            }
+            return read_delivery(st);
+        });
+    }
+
+    result<int> release_held(const std::string& subscription_id, millis now) override {
+        return write_transaction([&]() -> result<int> {
+            auto exists = subscription_exists(*writer_, subscription_id);
+            if (!exists) {
+                return exists.error();
+            }
+            if (!*exists) {
+                return errc::not_found;
+            }
+            // All become due at the same instant; claim order then falls back to arrival (seq).
+            auto st = writer_->prepare("UPDATE deliveries SET status = 'pending', due_at = ?2, "
+                                       "updated_at = ?2 WHERE subscription_id = ?1 "
+                                       "AND status = 'held'");
+            st.bind(1, subscription_id).bind(2, now);
+            WB_TRY(st.run());
+            return static_cast<int>(writer_->changes());
+        });
+    }
+
+    // ---- dead letters ----
+
+    result<page<dead_letter>> list_dead_letters(const std::string& subscription_id,
+                                                const page_request& req, millis now) override {
+        std::int64_t before = std::numeric_limits<std::int64_t>::max();
+        if (!req.cursor.empty()) {
+            auto key = codec::decode_cursor(req.cursor, dead_letters_cursor, subscription_id);
+            if (!key) {
+                return errc::invalid_argument;
+            }
+            before = *key;
+        }
+        const int limit = clamp_limit(req.limit);
+        return read_transaction([&]() -> result<page<dead_letter>> {
+            auto exists = subscription_exists(*reader_, subscription_id);
+            if (!exists) {
+                return exists.error();
+            }
+            if (!*exists) {
+                return errc::not_found;
+            }
+            auto st = reader_->prepare("SELECT " WB_DL_COLS " FROM dead_letters "
+                                       "WHERE subscription_id = ?1 AND seq < ?2 "
+                                       "AND expires_at > ?3 ORDER BY seq DESC LIMIT ?4");
+            st.bind(1, subscription_id).bind(2, before).bind(3, now).bind(4, limit + 1);
+            page<dead_letter> out;
+            std::int64_t last_key = 0;
+            for (;;) {
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (!*row) {
+                    break;
+                }
+                if (out.items.size() == static_cast<std::size_t>(limit)) {
+                    out.next_cursor =
+                        codec::encode_cursor(dead_letters_cursor, subscription_id, last_key);
+                    break;
+                }
+                auto d = read_dead_letter(st);
+                if (!d) {
+                    return d.error();
+                }
+                last_key = st.int64(12);
+                out.items.push_back(std::move(*d));
+            }
+            return out;
+        });
+    }
+
+    // ---- runs ----
+
+    result<run_record> get_run(const std::string& run_id) override {
+        return read_transaction([&]() -> result<run_record> {
+            auto st = reader_->prepare("SELECT " WB_RUN_COLS " FROM runs WHERE id = ?1");
+            st.bind(1, run_id);
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return errc::not_found;
+            }
+            return read_run(st);
+        });
+    }
+
+    result<std::vector<run_event>> run_events_after(const std::string& run_id,
+                                                    std::int64_t after_sequence,
+                                                    int limit) override {
+        const int n = limit <= 0 ? max_page_limit : clamp_limit(limit);
+        return read_transaction([&]() -> result<std::vector<run_event>> {
+            auto exists = reader_->prepare("SELECT 1 FROM runs WHERE id = ?1");
+            exists.bind(1, run_id);
+            auto found = exists.step();
+            if (!found) {
+                return found.error();
+            }
+            if (!*found) {
+                return errc::not_found;
+            }
+            auto st = reader_->prepare(
+                "SELECT event_id, type, payload_json, timestamp, sequence, causation_id "
+                "FROM run_events WHERE run_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3");
+            st.bind(1, run_id).bind(2, after_sequence).bind(3, n);
+            return collect_events(st, run_id);
+        });
+    }
+
+    result<run_event> append_run_event(const std::string& run_id, const std::string& type,
+                                       const std::string& payload_json,
+                                       const std::string& causation_id,
+                                       const std::string& event_id, millis at) override {
+        return write_transaction([&]() -> result<run_event> {
+            auto seq =
+                insert_run_event(*writer_, run_id, type, payload_json, causation_id, event_id, at);
+            if (!seq) {
+                return seq.error();
+            }
+            return run_event{event_id, run_id, type, payload_json, at, *seq, causation_id};
+        });
+    }
+
+    result<void> set_run_status(const std::string& run_id, run_status status,
+                                millis at) override {
+        return write_transaction([&]() -> result<void> {
+            auto st =
+                writer_->prepare("UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1");
+            st.bind(1, run_id).bind(2, codec::name_of(status)).bind(3, at);
+            WB_TRY(st.run());
+            if (writer_->changes() == 0) {
+                return errc::not_found;
+            }
+            return {};
+        });
+    }
+
+    result<std::vector<run_record>> list_runs_with_status(run_status status) override {
+        return read_transaction([&]() -> result<std::vector<run_record>> {
+            auto st = reader_->prepare("SELECT " WB_RUN_COLS
+                                       " FROM runs WHERE status = ?1 ORDER BY created_at, id");
+            st.bind(1, codec::name_of(status));
+            std::vector<run_record> out;
+            for (;;) {
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (!*row) {
+                    return out;
+                }
+                auto r = read_run(st);
+                if (!r) {
+                    return r.error();
+                }
+                out.push_back(std::move(*r));
+            }
+        });
+    }
+
+    result<std::vector<run_event>> subscription_events(
+        const std::string& subscription_id) override {
+        return read_transaction([&]() -> result<std::vector<run_event>> {
+            auto exists = subscription_exists(*reader_, subscription_id);
+            if (!exists) {
+                return exists.error();
+            }
+            if (!*exists) {
+                return errc::not_found;
+            }
+            auto st = reader_->prepare(
+                "SELECT event_id, type, payload_json, timestamp, sequence, causation_id "
+                "FROM subscription_events WHERE subscription_id = ?1 ORDER BY sequence");
+            st.bind(1, subscription_id);
+            return collect_events(st, {});
+        });
+    }
+
+    // ---- housekeeping ----
+
+    result<int> purge_expired(millis now) override {
+        return write_transaction([&]() -> result<int> {
+            auto dedup = writer_->prepare("DELETE FROM dedup WHERE expires_at < ?1");
+            dedup.bind(1, now);
+            WB_TRY(dedup.run());
+            auto removed = writer_->changes();
+            auto dead = writer_->prepare("DELETE FROM dead_letters WHERE expires_at <= ?1");
+            dead.bind(1, now);
+            WB_TRY(dead.run());
+            removed += writer_->changes();
+            return static_cast<int>(removed);
+        });
+    }
+
+    result<void> ping() override {
+        {
+            std::lock_guard lock(write_mu_);
+            if (sqlite3_db_readonly(writer_->handle(), "main") != 0) {
+                return errc::store_unavailable;
+            }
+        }
+        return read_transaction([&]() -> result<void> {
+            auto st = reader_->prepare("SELECT 1");
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            return {};
+        });
+    }
+
+    store_stats stats() const override {
+        return {commits_.load(), intake_batches_.load(), intake_requests_.load()};
+    }
+
+private:
+    struct queued_intake {
+        intake_request req;
+        intake_callback done;
+    };
+
+    void rollback_if_open(connection& c) {
+        if (c.in_transaction()) {
+            c.exec("ROLLBACK");
+        }
+    }
+
+    // One committed (fsynced) write transaction around `body`, serialized with every other write.
+    template <class F>
+    auto write_transaction(F&& body) -> decltype(body()) {
+        std::lock_guard lock(write_mu_);
+        if (auto r = writer_->exec("BEGIN IMMEDIATE"); !r) {
+            rollback_if_open(*writer_);
+            return r.error();
+        }
+        auto out = body();
+        if (!out) {
+            rollback_if_open(*writer_);
+            return out;
+        }
+        if (auto r = writer_->exec("COMMIT"); !r) {
+            rollback_if_open(*writer_);
+            return r.error();
+        }
+        commits_.fetch_add(1);
+        return out;
+    }
+
+    // A consistent snapshot for reads that take more than one statement.
+    template <class F>
+    auto read_transaction(F&& body) -> decltype(body()) {
+        std::lock_guard lock(read_mu_);
+        if (auto r = reader_->exec("BEGIN"); !r) {
+            return r.error();
+        }
+        auto out = body();
+        reader_->exec("COMMIT");
+        rollback_if_open(*reader_);
+        return out;
+    }
+
+    result<std::vector<subscription>> collect_subscriptions(statement& st) {
+        std::vector<subscription> out;
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return out;
+            }
+            auto s = read_subscription(st);
+            if (!s) {
+                return s.error();
+            }
+            out.push_back(std::move(*s));
+        }
+    }
+
+    static result<std::vector<run_event>> collect_events(statement& st, const std::string& run_id) {
+        std::vector<run_event> out;
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return out;
+            }
+            out.push_back(read_event(st, run_id));
+        }
+    }
+
+    result<void> insert_dead_letter(const std::string& subscription_id,
+                                    const std::string& attempt_event_id,
+                                    const delivery_attempt& a, dead_letter_reason reason,
+                                    const std::optional<state_change>& change, millis at,
+                                    millis expires_at, const std::string& delivery_id) {
+        auto st = writer_->prepare(
+            "INSERT INTO dead_letters (subscription_id, attempt_event_id, dedup_key, attempt, "
+            "reason, state_change_source, state_change_from, state_change_to, "
+            "state_change_reason, dead_lettered_at, expires_at, delivery_id) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+        st.bind(1, subscription_id)
+            .bind(2, attempt_event_id)
+            .bind(3, a.dedup_key)
+            .bind(4, a.attempt)
+            .bind(5, codec::name_of(reason));
+        if (change) {
+            st.bind(6, codec::name_of(change->source))
+                .bind(7, codec::name_of(change->from))
+                .bind(8, codec::name_of(change->to))
+                .bind(9, codec::name_of(change->reason));
+        } else {
+            st.bind_null(6).bind_null(7).bind_null(8).bind_null(9);
+        }
+        st.bind(10, at).bind(11, expires_at).bind(12, delivery_id);
+        return st.run();
+    }
+
+    result<void> record_attempt_locked(const attempt_record& rec) {
+        connection& c = *writer_;
+        std::string reserved_run_id;
+        {
+            auto st = c.prepare(
+                "SELECT status, subscription_id, run_id FROM deliveries WHERE id = ?1");
+            st.bind(1, rec.delivery_id);
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return errc::not_found;
+            }
+            auto status = codec::delivery_status_from(st.text(0));
+            if (st.text(1) != rec.subscription_id) {
+                return errc::invalid_argument;
+            }
+            // A settled delivery is never settled twice (e.g. by a claimer whose lease expired).
+            if (!status || *status == delivery_status::delivered ||
+                *status == delivery_status::dead_lettered) {
+                return errc::conflict;
+            }
+            reserved_run_id = st.text(2);
+        }
+
+        delivery_attempt attempt = rec.attempt;
+        attempt.subscription_id = rec.subscription_id;
+        if (attempt.outcome == attempt_outcome::delivered) {
+            if (attempt.run_id.empty()) {
+                attempt.run_id = rec.run->id;
+            }
+        } else {
+            attempt.run_id.clear();
+        }
+        const std::string payload = codec::attempt_payload_json(attempt);
+
+        switch (attempt.outcome) {
+        case attempt_outcome::delivered: {
+            const run_record& run = *rec.run;
+            auto ins = c.prepare("INSERT INTO runs (" WB_RUN_COLS
+                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+            ins.bind(1, run.id)
+                .bind(2, run.tenant)
+                .bind(3, run.workflow_id)
+                .bind(4, run.subscription_id)
+                .bind(5, run.delivery_id)
+                .bind(6, codec::name_of(run.status))
+                .bind(7, run.upstream_run_id)
+                .bind(8, run.created_at)
+                .bind(9, run.updated_at);
+            WB_TRY(ins.run());
+            WB_TRY(insert_run_event(c, run.id, codec::event_delivery_attempted, payload, {},
+                                    rec.attempt_event_id, rec.at));
+            WB_TRY(insert_run_event(c, run.id, codec::event_run_started,
+                                    rec.run_started_payload_json, rec.attempt_event_id,
+                                    rec.run_started_event_id, rec.at));
+            for (std::size_t i = 0; i < rec.extra_run_events.size(); ++i) {
+                std::string id = i < rec.extra_run_event_ids.size()
+                                     ? rec.extra_run_event_ids[i]
+                                     : std::string{};
+                if (id.empty()) {
+                    id = rec.run_started_event_id + "." + std::to_string(i + 1);
+                }
+                const auto& [type, extra_payload] = rec.extra_run_events[i];
+                WB_TRY(insert_run_event(c, run.id, type, extra_payload, {}, id, rec.at));
+            }
+            auto upd = c.prepare("UPDATE deliveries SET status = 'delivered', attempts = ?2, "
+                                 "lease_until = 0, updated_at = ?3, last_error = '', "
+                                 "run_id = ?4 WHERE id = ?1");
+            upd.bind(1, rec.delivery_id).bind(2, attempt.attempt).bind(3, rec.at).bind(4, run.id);
+            WB_TRY(upd.run());
+            if (run.id != reserved_run_id) {
+                auto dd = c.prepare("UPDATE dedup SET run_id = ?1 "
+                                    "WHERE subscription_id = ?2 AND delivery_id = ?3");
+                dd.bind(1, run.id).bind(2, rec.subscription_id).bind(3, rec.delivery_id);
+                WB_TRY(dd.run());
+            }
+            break;
+        }
+        case attempt_outcome::retrying: {
+            WB_TRY(insert_subscription_event(c, rec.subscription_id,
+                                             codec::event_delivery_attempted, payload, {},
+                                             rec.attempt_event_id, rec.at));
+            auto upd = c.prepare("UPDATE deliveries SET status = 'pending', due_at = ?2, "
+                                 "attempts = ?3, last_error = ?4, lease_until = 0, "
+                                 "updated_at = ?5 WHERE id = ?1");
+            upd.bind(1, rec.delivery_id)
+                .bind(2, rec.next_due_at)
+                .bind(3, attempt.attempt)
+                .bind(4, rec.error)
+                .bind(5, rec.at);
+            WB_TRY(upd.run());
+            break;
+        }
+        case attempt_outcome::dead_lettered: {
+            WB_TRY(insert_subscription_event(c, rec.subscription_id,
+                                             codec::event_delivery_attempted, payload, {},
+                                             rec.attempt_event_id, rec.at));
+            auto upd = c.prepare("UPDATE deliveries SET status = 'dead_lettered', "
+                                 "attempts = ?2, last_error = ?3, lease_until = 0, "
+                                 "updated_at = ?4 WHERE id = ?1");
+            upd.bind(1, rec.delivery_id).bind(2, attempt.attempt).bind(3, rec.error).bind(4, rec.at);
+            WB_TRY(upd.run());
+            WB_TRY(insert_dead_letter(rec.subscription_id, rec.attempt_event_id, attempt,
+                                      dead_letter_reason::retries_exhausted,
+                                      rec.state_change_caused, rec.at, rec.dead_letter_expires_at,
+                                      rec.delivery_id));
+            break;
+        }
+        }
+
+        auto sub = c.prepare("UPDATE subscriptions SET consecutive_failures = ?2, "
+                             "next_probe_at = ?3 WHERE id = ?1");
+        sub.bind(1, rec.subscription_id).bind(2, rec.consecutive_failures).bind(3, rec.next_probe_at);
+        WB_TRY(sub.run());
+        if (c.changes() == 0) {
+            return errc::not_found;
+        }
+        if (rec.state_change_caused) {
+            WB_TRY(apply_state_change(c, *rec.state_change_caused, rec.state_change_event_id,
+                                      rec.at, rec.attempt_event_id));
+        }
+        return {};
+    }
+
+    // Inside the batch transaction and its own savepoint.
+    result<intake_outcome> intake_locked(const intake_request& req) {
+        connection& c = *writer_;
+        auto exists = subscription_exists(c, req.subscription_id);
+        if (!exists) {
+            return exists.error();
+        }
+        if (!*exists) {
+            return errc::not_found;
+        }
+        if (req.dedup_enabled) {
+            // The uniqueness constraint is the dedup check: no check-then-insert. An expired row
+            // (retention over) is taken over by the new delivery.
+            auto ins = c.prepare(
+                "INSERT INTO dedup (subscription_id, dedup_key, delivery_id, run_id, expires_at) "
+                "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (subscription_id, dedup_key) DO UPDATE "
+                "SET delivery_id = excluded.delivery_id, run_id = excluded.run_id, "
+                "expires_at = excluded.expires_at WHERE dedup.expires_at < ?6 RETURNING 1");
+            ins.bind(1, req.subscription_id)
+                .bind(2, req.dedup_key)
+                .bind(3, req.delivery_id)
+                .bind(4, req.run_id)
+                .bind(5, req.dedup_expires_at)
+                .bind(6, req.received_at);
+            auto row = ins.step();
+            if (!row) {
+                return row.error();
+            }
+            bool claimed = *row;
+            WB_TRY(ins.run());
+            if (!claimed) {
+                auto orig = c.prepare("SELECT delivery_id, run_id FROM dedup "
+                                      "WHERE subscription_id = ?1 AND dedup_key = ?2");
+                orig.bind(1, req.subscription_id).bind(2, req.dedup_key);
+                auto found = orig.step();
+                if (!found) {
+                    return found.error();
+                }
+                if (!*found) {
+                    return errc::internal;
+                }
+                return intake_outcome{intake_status::duplicate, orig.text(0), orig.text(1)};
+            }
+        }
+        auto dlv = c.prepare(
+            "INSERT INTO deliveries (id, subscription_id, tenant, dedup_key, run_id, status, "
+            "attempts, due_at, lease_until, received_at, updated_at, last_error) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?8, '')");
+        dlv.bind(1, req.delivery_id)
+            .bind(2, req.subscription_id)
+            .bind(3, req.tenant)
+            .bind(4, req.dedup_key)
+            .bind(5, req.run_id)
+            .bind(6, codec::name_of(req.hold ? delivery_status::held : delivery_status::pending))
+            .bind(7, req.due_at)
+            .bind(8, req.received_at);
+        WB_TRY(dlv.run());
+        auto content = c.prepare(
+            "INSERT INTO delivery_contents (delivery_id, content_json) VALUES (?1, ?2)");
+        content.bind(1, req.delivery_id).bind(2, req.content_json);
+        WB_TRY(content.run());
+        return intake_outcome{req.hold ? intake_status::held : intake_status::accepted,
+                              req.delivery_id, req.run_id};
+    }
+
+    // Group commit: everything queued (up to max_batch_) goes into one transaction, each request
+    // in its own savepoint; one COMMIT (one fsync), then every callback.
+    void writer_loop() {
+        std::vector<queued_intake> batch;
+        std::vector<result<intake_outcome>> results;
+        for (;;) {
+            batch.clear();
+            {
+                std::unique_lock lock(queue_mu_);
+                queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+                if (queue_.empty()) {
+                    return; // stopping, and drained
+                }
+                while (!queue_.empty() && batch.size() < static_cast<std::size_t>(max_batch_)) {
+                    batch.push_back(std::move(queue_.front()));
+                    queue_.pop_front();
+                }
+            }
+            results.clear();
+            run_batch(batch, results);
+            intake_requests_.fetch_add(batch.size());
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (!batch[i].done) {
+                    continue;
+                }
+                try {
+                    batch[i].done(std::move(results[i]));
+                } catch (...) {
+                    // A throwing callback must not take the writer (and every later intake) down.
+                }
+            }
+        }
+    }
+
+    void run_batch(const std::vector<queued_intake>& batch,
+                   std::vector<result<intake_outcome>>& results) {
+        std::lock_guard lock(write_mu_);
+        connection& c = *writer_;
+        if (auto r = c.exec("BEGIN IMMEDIATE"); !r) {
+            rollback_if_open(c);
+            results.assign(batch.size(), r.error());
+            return;
+        }
+        for (const auto& item : batch) {
+            if (!c.in_transaction()) {
+                // An I/O error rolled the whole transaction back under us.
+                results.emplace_back(errc::store_unavailable);
+                continue;
+            }
+            if (auto r = c.exec("SAVEPOINT intake"); !r) {
+                results.emplace_back(r.error());
+                continue;
+            }
+            auto out = intake_locked(item.req);
+            if (out) {
+                if (auto r = c.exec("RELEASE intake"); !r) {
+                    out = r.error();
+                }
+            } else if (c.in_transaction()) {
+                c.exec("ROLLBACK TO intake");
+                c.exec("RELEASE intake");
+            }
+            results.push_back(std::move(out));
+        }
+        boost::system::error_code failed;
+        if (!c.in_transaction()) {
+            failed = errc::store_unavailable;
+        } else if (auto r = c.exec("COMMIT"); !r) {
+            failed = r.error();
+            rollback_if_open(c);
+        }
+        if (failed) {
+            // Nothing of this batch is durable: no request may be told it was accepted.
+            for (auto& r : results) {
+                if (r) {
+                    r = failed;
+                }
+            }
+            return;
+        }
+        commits_.fetch_add(1);
+        intake_batches_.fetch_add(1);
+    }
+
+    std::unique_ptr<connection> writer_;
+    std::mutex write_mu_;
+    std::unique_ptr<connection> reader_;
+    std::mutex read_mu_;
+
+    std::mutex queue_mu_;
+    std::condition_variable queue_cv_;
+    std::deque<queued_intake> queue_;
+    bool stopping_ = false;
+    const int max_batch_;
+
+    std::atomic<std::uint64_t> commits_{0};
+    std::atomic<std::uint64_t> intake_batches_{0};
+    std::atomic<std::uint64_t> intake_requests_{0};
+
+    std::thread thread_; // last: started once everything above exists
+};
+
+bool is_memory_database(const std::string& path) {
+    return path == ":memory:" || path.rfind("file::memory:", 0) == 0 ||
+           (path.rfind("file:", 0) == 0 && path.find("mode=memory") != std::string::npos);
+}
+
+} // namespace
+
+result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why) {
+    if (opts.path.empty() || is_memory_database(opts.path)) {
+        why = {errc::invalid_argument, "an in-memory SQLite database is not durable; give a file"};
+        return errc::invalid_argument;
+    }
+    std::string reason;
+    auto writer = sqlite::connection::open(opts.path, true, opts.busy_timeout_ms, reason);
+    if (!writer) {
+        why = {to_errc(writer.error()), reason};
+        return writer.error();
+    }
+    if (auto r = sqlite::migrate(**writer, reason); !r) {
+        why = {to_errc(r.error()), reason};
+        return r.error();
+    }
+    auto reader = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms, reason);
+    if (!reader) {
+        why = {to_errc(reader.error()), reason};
+        return reader.error();
+    }
+    if (auto r = (*reader)->exec("PRAGMA query_only=1"); !r) {
+        why = {to_errc(r.error()), "cannot configure the read connection"};
+        return r.error();
+    }
+    return std::unique_ptr<store>(std::make_unique<sqlite_store>(
+        std::move(*writer), std::move(*reader), opts.group_commit_max_batch));
+}
+
+result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts) {
+    error_info ignored;
+    return open_sqlite_store(opts, ignored);
+}
+
+} // namespace wopbridge

@@ -1,0 +1,181 @@
+#include "wopbridge/http_util.hpp"
+
+namespace wopbridge::http {
+namespace {
+
+int hex_digit(char c) noexcept {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+char lower(char c) noexcept {
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool unreserved(char c) noexcept {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+std::string_view trim(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+} // namespace
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (lower(a[i]) != lower(b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::optional<std::string> percent_decode(std::string_view text, bool plus_as_space) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '%') {
+            if (text.size() - i < 3) {
+                return std::nullopt; // truncated escape
+            }
+            const int hi = hex_digit(text[i + 1]);
+            const int lo = hex_digit(text[i + 2]);
+            if (hi < 0 || lo < 0) {
+                return std::nullopt;
+            }
+            out += static_cast<char>((hi << 4) | lo);
+            i += 2;
+        } else if (c == '+' && plus_as_space) {
+            out += ' ';
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::string percent_encode(std::string_view text, bool space_as_plus) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        if (unreserved(c)) {
+            out += c;
+        } else if (c == ' ' && space_as_plus) {
+            out += '+';
+        } else {
+            const auto b = static_cast<unsigned char>(c);
+            out += '%';
+            out += digits[b >> 4];
+            out += digits[b & 0xf];
+        }
+    }
+    return out;
+}
+
+std::optional<param_list> parse_form_urlencoded(std::string_view body) {
+    param_list out;
+    while (!body.empty()) {
+        const auto amp = body.find('&');
+        const std::string_view part = body.substr(0, amp);
+        if (!part.empty()) {
+            const auto eq = part.find('=');
+            auto name = percent_decode(part.substr(0, eq), true);
+            auto value = percent_decode(
+                eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1), true);
+            if (!name || !value) {
+                return std::nullopt;
+            }
+            out.emplace_back(std::move(*name), std::move(*value));
+        }
+        if (amp == std::string_view::npos) {
+            break;
+        }
+        body.remove_prefix(amp + 1);
+    }
+    return out;
+}
+
+std::string format_form_urlencoded(const param_list& params) {
+    std::string out;
+    for (const auto& [name, value] : params) {
+        if (!out.empty()) {
+            out += '&';
+        }
+        out += percent_encode(name, true);
+        out += '=';
+        out += percent_encode(value, true);
+    }
+    return out;
+}
+
+std::string_view query_of(std::string_view target) noexcept {
+    const auto q = target.find('?');
+    if (q == std::string_view::npos) {
+        return {};
+    }
+    std::string_view query = target.substr(q + 1);
+    if (const auto hash = query.find('#'); hash != std::string_view::npos) {
+        query = query.substr(0, hash);
+    }
+    return query;
+}
+
+std::string_view path_of(std::string_view target) noexcept {
+    const auto end = target.find_first_of("?#");
+    return target.substr(0, end);
+}
+
+std::optional<param_list> parse_query(std::string_view target) {
+    return parse_form_urlencoded(query_of(target));
+}
+
+std::optional<std::string_view> find_header(
+    const std::vector<std::pair<std::string, std::string>>& headers, std::string_view name) noexcept {
+    for (const auto& [n, v] : headers) {
+        if (iequals(n, name)) {
+            return std::string_view(v);
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string_view> find_param(const param_list& params, std::string_view name) noexcept {
+    for (const auto& [n, v] : params) {
+        if (n == name) {
+            return std::string_view(v);
+        }
+    }
+    return std::nullopt;
+}
+
+std::string media_type(std::string_view content_type) {
+    const auto semi = content_type.find(';');
+    std::string out(trim(content_type.substr(0, semi)));
+    for (char& c : out) {
+        c = lower(c);
+    }
+    return out;
+}
+
+} // namespace wopbridge::http

@@ -1,0 +1,245 @@
+#include "config/config.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <boost/json.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace wopbridge {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* full_example = R"(server: {listen: "127.0.0.1:8080", publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1048576, threads: 2, tls: {certFile: certs/server.pem, keyFile: certs/server.key}}
+auth:
+  apiKeys:
+    - {key: "${WOPBRIDGE_API_KEY}", tenant: default, scopes: [runs:create, runs:read, webhooks:manage]}
+store: {sqlite: {path: var/wopbridge.db}}
+runs:
+  local:
+    workflows:
+      - id: conformance-noop
+      - {id: support-triage, command: [examples/quickstart/on-trigger.sh], timeout: 10m, env: {K: V}}
+delivery: {retryPolicy: {maxAttempts: 8, backoff: exponential, baseDelay: 1s, maxDelay: 5m, jitter: true}, dedupRetention: 24h, maxInFlight: 64, attemptTimeout: 30s, breaker: {failureThreshold: 5, probeInterval: 30s}}
+deadLetter: {retentionDays: 7, maxPageSize: 100}
+connectors:
+  - {name: slack, module: slack, settings: {signingSecret: "${SLACK_SIGNING_SECRET}"}}
+subscriptions:
+  - {id: support-inbox, connector: slack, workflowId: support-triage, settings: {channel: C123, limit: 5, strict: true}}
+  - {id: nightly, source: schedule, schedule: {cron: "0 2 * * *", timeZone: UTC}, workflowId: conformance-noop}
+  - {id: partner-hooks, source: webhook, workflowId: support-triage, verification: {mode: required},
+     signingSecret: "${PARTNER_WHSEC}", retryPolicy: {maxAttempts: 5, backoff: fixed}, dedup: true, tenant: default}
+hostKeyFile: var/host.key
+logging: {level: info}
+testSeams: false
+)";
+
+class ConfigTest : public ::testing::Test {
+protected:
+    testing::temp_dir dir_;
+    std::map<std::string, std::string> env_{{"WOPBRIDGE_API_KEY", "key-123"},
+                                            {"SLACK_SIGNING_SECRET", "slack-secret"},
+                                            {"PARTNER_WHSEC", "whsec_partner"}};
+
+    env_lookup env() {
+        return [this](const std::string& n) -> std::optional<std::string> {
+            auto it = env_.find(n);
+            return it == env_.end() ? std::nullopt : std::optional<std::string>(it->second);
+        };
+    }
+    config_load_result parse(const std::string& text) {
+        return parse_config(text, "test.yaml", dir_.path(), env());
+    }
+    std::vector<std::string> errors(const std::string& text) {
+        std::vector<std::string> out;
+        for (const auto& e : parse(text).errors) {
+            out.push_back(e.to_string());
+        }
+        return out;
+    }
+    std::string one_error(const std::string& text) {
+        auto e = errors(text);
+        EXPECT_EQ(e.size(), 1u) << ::testing::PrintToString(e);
+        return e.empty() ? std::string() : e[0];
+    }
+    static constexpr const char* base = "runs: {local: {workflows: [{id: wf}]}}\n";
+};
+
+TEST_F(ConfigTest, LoadsTheFullExample) {
+    auto path = dir_.file("wopbridge.yaml");
+    std::ofstream(path) << full_example;
+    auto r = load_config(path, env());
+    ASSERT_TRUE(r) << ::testing::PrintToString(r.errors.empty() ? "" : r.errors[0].to_string());
+    const config& c = *r.value;
+    const auto d = dir_.path().string();
+    EXPECT_EQ(c.server.listen_host, "127.0.0.1");
+    EXPECT_EQ(c.server.listen_port, 8080);
+    EXPECT_EQ(c.server.public_url, "http://127.0.0.1:8080");
+    ASSERT_TRUE(c.server.tls);
+    EXPECT_EQ(c.server.tls->cert_file, d + "/certs/server.pem");
+    ASSERT_EQ(c.api_keys.size(), 1u);
+    EXPECT_EQ(c.api_keys[0].key, "key-123");
+    EXPECT_EQ(c.api_keys[0].scopes.size(), 3u);
+    EXPECT_EQ(c.store.sqlite_path, d + "/var/wopbridge.db");
+    ASSERT_EQ(c.runs.workflows.size(), 2u);
+    EXPECT_TRUE(c.runs.workflows[0].command.empty());
+    EXPECT_EQ(c.runs.workflows[1].command[0], d + "/examples/quickstart/on-trigger.sh");
+    EXPECT_EQ(c.runs.workflows[1].timeout_ms, 600000);
+    EXPECT_EQ(c.runs.workflows[1].env.at(0).second, "V");
+    EXPECT_EQ(c.delivery.retry.max_attempts, 8);
+    EXPECT_EQ(c.delivery.retry.max_delay_ms, 300000);
+    EXPECT_EQ(c.delivery.breaker.probe_interval_ms, 30000);
+    EXPECT_EQ(c.host_key_file, d + "/var/host.key");
+    EXPECT_EQ(boost::json::parse(c.connectors[0].settings_json).at("signingSecret"), "slack-secret");
+    auto settings = boost::json::parse(c.subscriptions[0].settings_json);
+    EXPECT_EQ(settings.at("limit"), 5);
+    EXPECT_EQ(settings.at("strict"), true);
+    EXPECT_EQ(settings.at("channel"), "C123");
+
+    std::map<std::string, std::string> secrets;
+    auto subs = make_subscriptions(c, secrets);
+    ASSERT_EQ(subs.size(), 3u);
+    EXPECT_EQ(subs[1].source, source_kind::schedule);
+    EXPECT_EQ(subs[1].schedule->cron, "0 2 * * *");
+    EXPECT_EQ(subs[2].retry.max_attempts, 5);
+    EXPECT_EQ(subs[2].retry.backoff, backoff_kind::fixed);
+    EXPECT_EQ(subs[0].retry.max_attempts, 8);
+    EXPECT_EQ(subs[0].origin, subscription::origin_kind::config);
+    EXPECT_EQ(secrets.at("partner-hooks"), "whsec_partner");
+    EXPECT_EQ(secrets.size(), 1u);
+
+    auto s = make_bridge_settings(c);
+    EXPECT_EQ(s.local_workflows, (std::vector<std::string>{"conformance-noop", "support-triage"}));
+    EXPECT_EQ(s.host_key_file, d + "/var/host.key");
+    EXPECT_EQ(run_working_directory(c), d);
+    EXPECT_EQ(check_config(path, env()), 0);
+}
+
+TEST_F(ConfigTest, MissingEnvironmentVariableIsAnError) {
+    env_.erase("PARTNER_WHSEC");
+    auto e = errors(full_example);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0], "test.yaml:19:21: subscriptions[2].signingSecret: environment variable "
+                    "PARTNER_WHSEC is not set");
+}
+
+TEST_F(ConfigTest, DollarDollarEscapes) {
+    auto r = parse(std::string(base) + "hostKeyFile: \"a$${B}\"\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value->host_key_file, dir_.file("a${B}"));
+}
+
+TEST_F(ConfigTest, FileSecretsAreReadAndTrimmed) {
+    std::ofstream(dir_.file("whsec.txt")) << "  whsec_from_file\n";
+    auto r = parse(std::string(base) + "subscriptions:\n  - {id: a, workflowId: wf, signingSecret: "
+                                       "file:whsec.txt}\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value->subscriptions[0].signing_secret, "whsec_from_file");
+    EXPECT_EQ(one_error(std::string(base) + "auth: {apiKeys: [{key: file:/nonexistent/k}]}\n"),
+              "test.yaml:2:24: auth.apiKeys[0].key: cannot read secret file /nonexistent/k");
+}
+
+TEST_F(ConfigTest, UnknownKeySuggestsTheClosest) {
+    EXPECT_EQ(one_error("server: {listn: \"127.0.0.1:1\"}\n"),
+              "test.yaml:1:10: server: unknown key 'listn' (did you mean 'listen'?)");
+    EXPECT_EQ(one_error("delivery:\n  retryPolcy: {}\n"),
+              "test.yaml:2:3: delivery: unknown key 'retryPolcy' (did you mean 'retryPolicy'?)");
+    EXPECT_EQ(one_error("frobnicate: 1\n"), "test.yaml:1:1: unknown key 'frobnicate'");
+}
+
+TEST_F(ConfigTest, ReportsEachErrorKindAtItsPosition) {
+    EXPECT_EQ(one_error("server:\n  threads: many\n"),
+              "test.yaml:2:12: server.threads: expected an integer, got 'many'");
+    EXPECT_EQ(one_error("delivery:\n  attemptTimeout: 10q\n"),
+              "test.yaml:2:19: delivery.attemptTimeout: '10q' is not a duration (use e.g. 500ms, "
+              "30s, 10m, 24h, 1h30m)");
+    EXPECT_EQ(one_error("delivery: {dedupRetention: 1h}\n"),
+              "test.yaml:1:28: delivery.dedupRetention: must be at least 24h");
+    EXPECT_EQ(one_error("server: {listen: \"nohost\"}\n"),
+              "test.yaml:1:18: server.listen: 'nohost' is not a valid address (expected host:port, "
+              "e.g. 127.0.0.1:8080 or [::1]:8080)");
+    EXPECT_EQ(one_error("delivery:\n  retryPolicy: {backoff: linear}\n"),
+              "test.yaml:2:26: delivery.retryPolicy.backoff: invalid value 'linear' (expected one "
+              "of: none, fixed, exponential)");
+    EXPECT_EQ(one_error("testSeams: yes please\n"),
+              "test.yaml:1:12: testSeams: expected true or false, got 'yes please'");
+    EXPECT_EQ(one_error(std::string(base) + "subscriptions:\n  - {id: a, workflowId: wf}\n"
+                                            "  - {id: a, workflowId: wf}\n"),
+              "test.yaml:4:10: subscriptions[1].id: duplicate subscription id 'a'");
+    EXPECT_EQ(one_error(std::string(base) + "subscriptions:\n  - {id: a, workflowId: nope}\n"),
+              "test.yaml:3:25: subscriptions[0].workflowId: unknown workflow 'nope' (not declared "
+              "under runs.local.workflows)");
+    EXPECT_EQ(one_error(std::string(base) + "subscriptions:\n  - {id: a, workflowId: wf, connector: x}\n"),
+              "test.yaml:3:40: subscriptions[0].connector: unknown connector 'x' (not declared "
+              "under connectors)");
+    EXPECT_EQ(one_error(std::string(base) + "subscriptions:\n  - id: a\n    workflowId: wf\n"
+                                            "    schedule: {cron: \"61 * * * *\"}\n"),
+              "test.yaml:5:22: subscriptions[0].schedule: minute field: 61 is out of range 0-59");
+    EXPECT_EQ(one_error("logging: {level: loud}\n"),
+              "test.yaml:1:18: logging.level: invalid value 'loud' (expected one of: trace, debug, "
+              "info, warn, error)");
+    EXPECT_EQ(one_error("server: [1, 2]\n"), "test.yaml:1:9: server: expected a mapping");
+}
+
+TEST_F(ConfigTest, UpstreamSkipsTheWorkflowCheck) {
+    env_["UP"] = "tok";
+    auto r = parse("runs: {upstream: {baseUrl: \"http://h:1/\", apiKey: \"${UP}\", timeout: 5s}}\n"
+                   "subscriptions: [{id: a, workflowId: anything}]\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value->runs.mode, runs_config::mode_kind::upstream);
+    EXPECT_EQ(r.value->runs.upstream.base_url, "http://h:1");
+    EXPECT_EQ(r.value->runs.upstream.api_key, "tok");
+    EXPECT_EQ(r.value->runs.upstream.timeout_ms, 5000);
+    EXPECT_TRUE(make_bridge_settings(*r.value).local_workflows.empty());
+}
+
+TEST_F(ConfigTest, PostgresStoreIsParsed) {
+    auto r = parse(std::string(base) + "store: {postgres: {url: \"postgresql://u@h/db\"}}\n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value->store.backend, store_config::backend_kind::postgres);
+    EXPECT_EQ(r.value->store.postgres_url, "postgresql://u@h/db");
+}
+
+TEST_F(ConfigTest, YamlSyntaxErrorHasItsMark) {
+    auto e = errors("server:\n  listen: [1, 2\n");
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_THAT(e[0], ::testing::StartsWith("test.yaml:3:1: YAML syntax error: "));
+}
+
+TEST_F(ConfigTest, ReportsAllErrorsTogether) {
+    auto e = errors("server: {threads: 0, listn: x}\n"
+                    "delivery: {dedupRetention: 2h, maxInFlight: -1}\n"
+                    "deadLetter: {maxPageSize: 5000}\n");
+    EXPECT_EQ(e.size(), 5u) << ::testing::PrintToString(e);
+    EXPECT_THAT(e, ::testing::Contains(HasSubstr("server.threads: 0 is out of range 1-256")));
+    EXPECT_THAT(e, ::testing::Contains(HasSubstr("unknown key 'listn'")));
+    EXPECT_THAT(e, ::testing::Contains(HasSubstr("dedupRetention: must be at least 24h")));
+    EXPECT_THAT(e, ::testing::Contains(HasSubstr("maxInFlight: -1 is out of range")));
+    EXPECT_THAT(e, ::testing::Contains(HasSubstr("maxPageSize: 5000 is out of range 1-1000")));
+}
+
+TEST_F(ConfigTest, CheckConfigReturnsNonZeroOnErrors) {
+    auto path = dir_.file("bad.yaml");
+    std::ofstream(path) << "server: {threads: x}\n";
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(check_config(path, env()), 1);
+    auto err = ::testing::internal::GetCapturedStderr();
+    EXPECT_THAT(err, HasSubstr(path + ":1:19: server.threads: expected an integer, got 'x'\n"));
+    EXPECT_EQ(check_config(dir_.file("missing.yaml"), env()), 1);
+}
+
+TEST_F(ConfigTest, SecretsNeverAppearInErrors) {
+    env_["SECRET"] = "s3cr3t-value";
+    auto e = errors("server: {publicUrl: \"${SECRET}\"}\n");
+    ASSERT_EQ(e.size(), 1u);
+    // publicUrl is not a secret field, so its value may be quoted; secret fields never are.
+    auto e2 = errors("auth: {apiKeys: [{key: \"${SECRET}\", scopes: [bad]}]}\n");
+    ASSERT_EQ(e2.size(), 1u);
+    EXPECT_THAT(e2[0], ::testing::Not(HasSubstr("s3cr3t")));
+}
+
+} // namespace
+} // namespace wopbridge

@@ -1,0 +1,112 @@
+#include "core/secret_box.hpp"
+
+#include "support/fake_clock.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+namespace wopbridge {
+namespace {
+
+class SecretBoxTest : public ::testing::Test {
+protected:
+    testing::seeded_random random_{7};
+    testing::temp_dir dir_;
+};
+
+TEST_F(SecretBoxTest, CreatesTheKeyFileWithMode0600) {
+    auto path = dir_.file("host.key");
+    auto box = secret_box::open(path, random_);
+    ASSERT_TRUE(box.has_value());
+    struct stat st{};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600);
+    EXPECT_EQ(st.st_size, 32);
+}
+
+TEST_F(SecretBoxTest, ReopeningTheKeyFileGivesTheSameKey) {
+    auto path = dir_.file("host.key");
+    auto a = secret_box::open(path, random_);
+    testing::seeded_random other{99};
+    auto b = secret_box::open(path, other);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->fingerprint("whsec_abc"), b->fingerprint("whsec_abc"));
+    auto sealed = a->seal("whsec_abc", random_);
+    EXPECT_EQ(b->unseal(sealed).value(), "whsec_abc");
+}
+
+TEST_F(SecretBoxTest, RefusesAGroupOrWorldReadableKeyFile) {
+    auto path = dir_.file("host.key");
+    ASSERT_TRUE(secret_box::open(path, random_));
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+    auto box = secret_box::open(path, random_);
+    ASSERT_FALSE(box.has_value());
+    EXPECT_EQ(box.error(), make_error_code(errc::invalid_argument));
+}
+
+TEST_F(SecretBoxTest, RefusesAKeyFileOfTheWrongSize) {
+    auto path = dir_.file("short.key");
+    std::ofstream(path) << "short";
+    ::chmod(path.c_str(), 0600);
+    EXPECT_FALSE(secret_box::open(path, random_).has_value());
+}
+
+TEST_F(SecretBoxTest, SealedTextDoesNotContainTheSecretAndUnseals) {
+    auto box = secret_box::open(dir_.file("k"), random_).value();
+    const std::string secret = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=";
+    auto sealed = box.seal(secret, random_);
+    EXPECT_EQ(sealed.rfind("v1:", 0), 0u);
+    EXPECT_EQ(sealed.find(secret), std::string::npos);
+    EXPECT_EQ(sealed.find("whsec_"), std::string::npos);
+    EXPECT_NE(box.seal(secret, random_), sealed); // fresh nonce each time
+    EXPECT_EQ(box.unseal(sealed).value(), secret);
+}
+
+TEST_F(SecretBoxTest, TamperedOrForeignSealedTextIsRefused) {
+    auto box = secret_box::open(dir_.file("k"), random_).value();
+    auto sealed = box.seal("whsec_x", random_);
+    std::string tampered = sealed;
+    tampered[tampered.size() - 3] = tampered[tampered.size() - 3] == 'A' ? 'B' : 'A';
+    EXPECT_FALSE(box.unseal(tampered).has_value());
+    auto other = secret_box::from_key(std::string(32, 'k')).value();
+    EXPECT_FALSE(other.unseal(sealed).has_value());
+    EXPECT_FALSE(box.unseal("garbage").has_value());
+    EXPECT_FALSE(box.unseal("v1:@@@@").has_value());
+}
+
+TEST_F(SecretBoxTest, FingerprintIsHostKeyedAndTruncated) {
+    auto a = secret_box::from_key(std::string(32, 'a')).value();
+    auto b = secret_box::from_key(std::string(32, 'b')).value();
+    auto fp = a.fingerprint("whsec_secret");
+    EXPECT_LE(fp.size(), 32u);
+    EXPECT_EQ(fp.size(), 16u);
+    EXPECT_NE(fp, b.fingerprint("whsec_secret"));
+    EXPECT_NE(fp, a.fingerprint("whsec_other"));
+    EXPECT_EQ(fp.find("secret"), std::string::npos);
+}
+
+TEST_F(SecretBoxTest, DedupKeyIsOpaqueAndStable) {
+    auto a = secret_box::from_key(std::string(32, 'a')).value();
+    auto k = a.dedup_key("sub_1", "msg_provider_event_0001");
+    EXPECT_EQ(k.rfind("dk_", 0), 0u);
+    EXPECT_EQ(k.size(), 3u + 32u);
+    EXPECT_EQ(k, a.dedup_key("sub_1", "msg_provider_event_0001"));
+    EXPECT_NE(k, a.dedup_key("sub_2", "msg_provider_event_0001"));
+    EXPECT_NE(k, a.dedup_key("sub_1", "msg_provider_event_0002"));
+    EXPECT_EQ(k.find("provider"), std::string::npos);
+    // The separator keeps ("ab","c") and ("a","bc") apart.
+    EXPECT_NE(a.dedup_key("ab", "c"), a.dedup_key("a", "bc"));
+}
+
+TEST_F(SecretBoxTest, EmptyPathGivesAnEphemeralKey) {
+    auto box = secret_box::open("", random_);
+    ASSERT_TRUE(box.has_value());
+    EXPECT_EQ(box->unseal(box->seal("x", random_)).value(), "x");
+}
+
+} // namespace
+} // namespace wopbridge

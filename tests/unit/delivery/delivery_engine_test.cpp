@@ -1,0 +1,166 @@
+#include "delivery/delivery_engine.hpp"
+
+#include "core/synchronized_random.hpp"
+#include "store/store.hpp"
+#include "support/fake_clock.hpp"
+#include "support/scripted_run_starter.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+namespace wopbridge {
+namespace {
+
+// An upstream-style starter that keeps the start callbacks until the test answers them.
+class held_starter final : public run_starter {
+public:
+    run_start_result prepare(const run_start_request&) override { return {}; }
+    void start(const run_start_request& req, run_start_callback done) override {
+        std::lock_guard lock(mutex_);
+        held_.push_back(std::move(done));
+        requests_.push_back(req);
+    }
+    bool starts_before_commit() const noexcept override { return true; }
+    void set_lifecycle_sink(run_lifecycle_sink*) override {}
+    void stop() override {}
+    std::vector<std::string> workflow_ids() const override { return {}; }
+
+    std::vector<run_start_callback> take() {
+        std::lock_guard lock(mutex_);
+        return std::exchange(held_, {});
+    }
+    std::vector<run_start_request> requests() {
+        std::lock_guard lock(mutex_);
+        return requests_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<run_start_callback> held_;
+    std::vector<run_start_request> requests_;
+};
+
+class DeliveryEngineTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        sqlite_options o;
+        o.path = dir_.file("engine.db");
+        auto st = open_sqlite_store(o);
+        ASSERT_TRUE(st.has_value());
+        store_ = std::move(*st);
+        sub_.id = "sub_engine";
+        sub_.tenant = "acme";
+        sub_.workflow_id = "wf";
+        sub_.retry = {3, backoff_kind::fixed, 1000, 60000, false};
+        sub_.created_at = sub_.updated_at = clock_.now_ms();
+        ASSERT_TRUE(store_->insert_subscription(sub_).has_value());
+    }
+
+    delivery enqueue(const std::string& key) {
+        intake_request req;
+        req.subscription_id = sub_.id;
+        req.tenant = sub_.tenant;
+        req.dedup_key = key;
+        req.delivery_id = "dlv_" + key;
+        req.run_id = "run_" + key;
+        req.received_at = req.due_at = clock_.now_ms();
+        req.dedup_expires_at = req.received_at + 24LL * 3600 * 1000;
+        req.content_json = R"({"source":"webhook","webhook":{}})";
+        auto out = store_->intake_sync(req);
+        EXPECT_TRUE(out.has_value());
+        return store_->get_delivery(req.delivery_id).value();
+    }
+
+    delivery_engine_options opts(millis timeout) {
+        delivery_engine_options o;
+        o.attempt_timeout_ms = timeout;
+        return o;
+    }
+
+    testing::temp_dir dir_;
+    testing::fake_clock clock_;
+    testing::seeded_random seeded_{5};
+    synchronized_random random_{seeded_};
+    std::unique_ptr<store> store_;
+    subscription sub_;
+};
+
+TEST_F(DeliveryEngineTest, StartRequestCarriesTheAttemptEventAsCausation) {
+    testing::scripted_run_starter starter({"wf"});
+    delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
+    auto d = enqueue("k1");
+    EXPECT_EQ(engine.run_due(clock_.now_ms()), 1);
+    auto log = store_->run_events_after(d.run_id, -1, 10).value();
+    ASSERT_GE(log.size(), 2u);
+    EXPECT_EQ(log[1].causation_id, log[0].event_id);
+    EXPECT_EQ(store_->get_delivery(d.id)->status, delivery_status::delivered);
+}
+
+TEST_F(DeliveryEngineTest, TimedOutAttemptRetriesAndALateAnswerIsIgnored) {
+    held_starter starter;
+    delivery_engine engine(*store_, starter, clock_, random_, opts(30));
+    auto d = enqueue("k2");
+    EXPECT_EQ(engine.run_due(clock_.now_ms()), 1); // returns after the attempt timeout
+    auto after = store_->get_delivery(d.id).value();
+    EXPECT_EQ(after.status, delivery_status::pending);
+    EXPECT_EQ(after.attempts, 1);
+    EXPECT_EQ(after.last_error, "attempt timed out");
+    EXPECT_EQ(after.due_at, clock_.now_ms() + 1000);
+    ASSERT_EQ(starter.requests().size(), 1u);
+    EXPECT_EQ(starter.requests()[0].delivery_id, d.id);
+    for (auto& cb : starter.take()) {
+        cb(run_start_result{}); // the late success
+    }
+    EXPECT_EQ(store_->get_delivery(d.id)->status, delivery_status::pending);
+    EXPECT_FALSE(store_->get_run(d.run_id).has_value());
+}
+
+TEST_F(DeliveryEngineTest, RetryAfterRaisesTheNextDueTime) {
+    testing::scripted_run_starter starter({"wf"});
+    starter.set_behaviour("wf", testing::scripted_run_starter::behaviour::transient, 45000);
+    delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
+    auto d = enqueue("k3");
+    engine.run_due(clock_.now_ms());
+    EXPECT_EQ(store_->get_delivery(d.id)->due_at, clock_.now_ms() + 45000);
+}
+
+TEST_F(DeliveryEngineTest, ThreadedEngineDeliversWithoutRunDue) {
+    testing::scripted_run_starter starter({"wf"});
+    delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
+    std::mutex m;
+    std::condition_variable cv;
+    int reports = 0;
+    engine.set_attempt_listener([&](const attempt_report&) {
+        std::lock_guard lock(m);
+        ++reports;
+        cv.notify_all();
+    });
+    engine.start();
+    auto d = enqueue("k4");
+    engine.notify();
+    {
+        std::unique_lock lock(m);
+        EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return reports >= 1; }));
+    }
+    engine.stop();
+    engine.stop(); // idempotent
+    EXPECT_EQ(store_->get_delivery(d.id)->status, delivery_status::delivered);
+}
+
+TEST_F(DeliveryEngineTest, StopLeavesFutureWorkForTheNextStart) {
+    testing::scripted_run_starter starter({"wf"});
+    starter.set_behaviour("wf", testing::scripted_run_starter::behaviour::transient);
+    delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
+    auto d = enqueue("k5");
+    engine.run_due(clock_.now_ms());
+    engine.start();
+    engine.stop();
+    auto after = store_->get_delivery(d.id).value();
+    EXPECT_EQ(after.status, delivery_status::pending); // due in the future: not claimed
+    EXPECT_EQ(after.attempts, 1);
+}
+
+} // namespace
+} // namespace wopbridge

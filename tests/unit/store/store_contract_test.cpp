@@ -1,0 +1,826 @@
+// The store contract, run against every backend (today: SQLite). A backend joins by adding a
+// store_backend to the INSTANTIATE_TEST_SUITE_P list at the bottom.
+#include "store/store.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace wopbridge {
+namespace {
+
+using testing::temp_dir;
+using ::testing::ElementsAre;
+
+constexpr millis t0 = 1767225600000;
+constexpr auto wait_limit = std::chrono::seconds(30);
+
+struct store_backend {
+    std::string name;
+    // Opens (or reopens: same data) the store kept in `dir`.
+    std::function<result<std::unique_ptr<store>>(const temp_dir&)> open;
+    // Makes the stored data read-only at the storage level and opens it again.
+    std::function<result<std::unique_ptr<store>>(const temp_dir&)> open_read_only;
+};
+
+std::ostream& operator<<(std::ostream& os, const store_backend& b) { return os << b.name; }
+
+store_backend sqlite_backend() {
+    store_backend b;
+    b.name = "sqlite";
+    b.open = [](const temp_dir& dir) {
+        return open_sqlite_store(sqlite_options{dir.file("bridge.db")});
+    };
+    b.open_read_only = [](const temp_dir& dir) -> result<std::unique_ptr<store>> {
+        std::string path = dir.file("bridge.db");
+        std::filesystem::permissions(path, std::filesystem::perms::owner_read |
+                                               std::filesystem::perms::group_read |
+                                               std::filesystem::perms::others_read);
+        // root ignores file modes; asking SQLite for a read-only handle gives the same failure.
+        if (::geteuid() == 0) {
+            path = "file:" + path + "?mode=ro";
+        }
+        return open_sqlite_store(sqlite_options{path});
+    };
+    return b;
+}
+
+class completion_counter {
+public:
+    void done() {
+        std::lock_guard lock(mu_);
+        ++count_;
+        cv_.notify_all();
+    }
+    bool wait_for(int n) {
+        std::unique_lock lock(mu_);
+        return cv_.wait_for(lock, wait_limit, [&] { return count_ >= n; });
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int count_ = 0;
+};
+
+class StoreContractTest : public ::testing::TestWithParam<store_backend> {
+protected:
+    void SetUp() override { open(); }
+
+    void open() {
+        store_.reset();
+        auto s = GetParam().open(dir_);
+        ASSERT_TRUE(s) << s.error().message();
+        store_ = std::move(*s);
+    }
+
+    static subscription make_subscription(const std::string& id,
+                                          sub_state state = sub_state::active) {
+        subscription s;
+        s.id = id;
+        s.tenant = "acme";
+        s.state = state;
+        s.workflow_id = "wf_orders";
+        s.webhook_id = "wh_" + id;
+        s.secret_fingerprint = "fp-0123456789abcdef";
+        s.sealed_secret = "sealed:AAAA";
+        s.created_at = t0;
+        s.updated_at = t0;
+        return s;
+    }
+
+    void add_subscription(const std::string& id, sub_state state = sub_state::active) {
+        ASSERT_TRUE(store_->insert_subscription(make_subscription(id, state)));
+    }
+
+    static intake_request make_intake(const std::string& sub, const std::string& key,
+                                      const std::string& suffix, millis at = t0) {
+        intake_request r;
+        r.subscription_id = sub;
+        r.tenant = "acme";
+        r.dedup_key = key;
+        r.delivery_id = "dlv_" + suffix;
+        r.run_id = "run_" + suffix;
+        r.received_at = at;
+        r.due_at = at;
+        r.content_json = R"({"body":"secret content )" + suffix + R"("})";
+        r.dedup_expires_at = at + 24 * 3600 * 1000;
+        return r;
+    }
+
+    intake_outcome must_intake(intake_request r) {
+        auto out = store_->intake_sync(std::move(r));
+        EXPECT_TRUE(out) << out.error().message();
+        return out ? *out : intake_outcome{};
+    }
+
+    static attempt_record base_record(const delivery& d, int attempt, attempt_outcome outcome,
+                                      millis at) {
+        attempt_record rec;
+        rec.delivery_id = d.id;
+        rec.subscription_id = d.subscription_id;
+        rec.at = at;
+        rec.attempt = {d.subscription_id, d.dedup_key, attempt, outcome, {}};
+        rec.attempt_event_id = "evt_att_" + d.id + "_" + std::to_string(attempt);
+        return rec;
+    }
+
+    static attempt_record delivered_record(const delivery& d, int attempt, millis at) {
+        auto rec = base_record(d, attempt, attempt_outcome::delivered, at);
+        rec.attempt.run_id = d.run_id;
+        rec.run = run_record{d.run_id,          d.tenant, "wf_orders", d.subscription_id, d.id,
+                             run_status::running, "",       at,          at};
+        rec.run_started_event_id = "evt_start_" + d.id;
+        rec.run_started_payload_json = R"({"workflowId":"wf_orders"})";
+        return rec;
+    }
+
+    std::vector<delivery> claim(millis now, int limit = 100, millis lease = 60000) {
+        auto c = store_->claim_due(now, limit, lease);
+        EXPECT_TRUE(c) << c.error().message();
+        return c ? *c : std::vector<delivery>{};
+    }
+
+    static std::vector<std::string> ids(const std::vector<delivery>& ds) {
+        std::vector<std::string> out;
+        for (const auto& d : ds) {
+            out.push_back(d.id);
+        }
+        return out;
+    }
+
+    static boost::json::value json(const std::string& text) { return boost::json::parse(text); }
+
+    temp_dir dir_;
+    std::unique_ptr<store> store_;
+};
+
+TEST_P(StoreContractTest, SubscriptionCrudRoundTrips) {
+    auto s = make_subscription("sub_a");
+    s.source = source_kind::schedule;
+    s.schedule = schedule_spec{"@every 5m", "Europe/Berlin"};
+    s.connector = "slack";
+    s.connector_settings_json = R"({"channel":"C1"})";
+    s.retry.max_attempts = 3;
+    s.retry.backoff = backoff_kind::fixed;
+    s.verification = verification_mode::best_effort;
+    s.origin = subscription::origin_kind::config;
+    ASSERT_TRUE(store_->insert_subscription(s));
+    EXPECT_EQ(store_->insert_subscription(s).error(), errc::already_exists);
+
+    auto got = store_->get_subscription("sub_a");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->source, source_kind::schedule);
+    ASSERT_TRUE(got->schedule);
+    EXPECT_EQ(got->schedule->cron, "@every 5m");
+    EXPECT_EQ(got->schedule->time_zone, "Europe/Berlin");
+    EXPECT_EQ(got->sealed_secret, "sealed:AAAA");
+    EXPECT_EQ(got->connector_settings_json, R"({"channel":"C1"})");
+    EXPECT_EQ(got->retry.max_attempts, 3);
+    EXPECT_EQ(got->retry.backoff, backoff_kind::fixed);
+    EXPECT_EQ(got->verification, verification_mode::best_effort);
+    EXPECT_EQ(got->origin, subscription::origin_kind::config);
+
+    auto other = make_subscription("sub_b");
+    other.tenant = "globex";
+    ASSERT_TRUE(store_->insert_subscription(other));
+    auto acme = store_->list_subscriptions("acme");
+    ASSERT_TRUE(acme);
+    ASSERT_EQ(acme->size(), 1u);
+    EXPECT_EQ((*acme)[0].id, "sub_a");
+    auto all = store_->list_all_subscriptions();
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->size(), 2u);
+
+    ASSERT_TRUE(store_->delete_subscription("sub_a"));
+    EXPECT_EQ(store_->get_subscription("sub_a").error(), errc::not_found);
+    EXPECT_EQ(store_->delete_subscription("sub_a").error(), errc::not_found);
+}
+
+TEST_P(StoreContractTest, ConfigUpsertKeepsStateAndBreaker) {
+    auto s = make_subscription("sub_cfg");
+    s.origin = subscription::origin_kind::config;
+    ASSERT_TRUE(store_->upsert_config_subscription(s)); // inserts when new
+    ASSERT_TRUE(store_->change_state({"sub_cfg", source_kind::webhook, sub_state::active,
+                                      sub_state::paused, state_reason::operator_paused},
+                                     "evt_sc_1", t0 + 1));
+
+    s.workflow_id = "wf_new";
+    s.sealed_secret = "sealed:BBBB";
+    s.state = sub_state::active;
+    s.updated_at = t0 + 5;
+    ASSERT_TRUE(store_->upsert_config_subscription(s));
+    auto got = store_->get_subscription("sub_cfg");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->workflow_id, "wf_new");
+    EXPECT_EQ(got->sealed_secret, "sealed:BBBB");
+    EXPECT_EQ(got->state, sub_state::paused);
+    EXPECT_EQ(got->created_at, t0);
+    EXPECT_EQ(got->updated_at, t0 + 5);
+}
+
+TEST_P(StoreContractTest, IntakeAcceptedThenDuplicateReturnsOriginalIds) {
+    add_subscription("sub_a");
+    auto first = must_intake(make_intake("sub_a", "k1", "1"));
+    EXPECT_EQ(first.status, intake_status::accepted);
+    EXPECT_EQ(first.delivery_id, "dlv_1");
+    EXPECT_EQ(first.run_id, "run_1");
+
+    auto again = must_intake(make_intake("sub_a", "k1", "2", t0 + 1000));
+    EXPECT_EQ(again.status, intake_status::duplicate);
+    EXPECT_EQ(again.delivery_id, "dlv_1");
+    EXPECT_EQ(again.run_id, "run_1");
+    EXPECT_EQ(store_->get_delivery("dlv_2").error(), errc::not_found);
+
+    // Same key on another subscription is not a duplicate.
+    add_subscription("sub_b");
+    EXPECT_EQ(must_intake(make_intake("sub_b", "k1", "3")).status, intake_status::accepted);
+
+    auto d = store_->get_delivery("dlv_1");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->status, delivery_status::pending);
+    EXPECT_EQ(d->dedup_key, "k1");
+    auto content = store_->delivery_content("dlv_1");
+    ASSERT_TRUE(content);
+    EXPECT_EQ(*content, R"({"body":"secret content 1"})");
+}
+
+TEST_P(StoreContractTest, IntakeForUnknownSubscriptionIsNotFound) {
+    auto out = store_->intake_sync(make_intake("sub_missing", "k", "1"));
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.error(), errc::not_found);
+}
+
+TEST_P(StoreContractTest, ConcurrentSameKeyAcceptsExactlyOnce) {
+    add_subscription("sub_a");
+    constexpr int threads = 8;
+    std::latch start(threads);
+    std::vector<result<intake_outcome>> outcomes(threads, errc::internal);
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) {
+        pool.emplace_back([&, i] {
+            start.arrive_and_wait();
+            outcomes[i] = store_->intake_sync(make_intake("sub_a", "same", std::to_string(i)));
+        });
+    }
+    for (auto& t : pool) {
+        t.join();
+    }
+    int accepted = 0;
+    std::set<std::string> run_ids;
+    std::set<std::string> delivery_ids;
+    for (const auto& o : outcomes) {
+        ASSERT_TRUE(o) << o.error().message();
+        accepted += o->status == intake_status::accepted ? 1 : 0;
+        run_ids.insert(o->run_id);
+        delivery_ids.insert(o->delivery_id);
+    }
+    EXPECT_EQ(accepted, 1);
+    EXPECT_EQ(run_ids.size(), 1u);
+    EXPECT_EQ(delivery_ids.size(), 1u);
+    auto page = store_->list_deliveries("sub_a", {});
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->items.size(), 1u);
+}
+
+TEST_P(StoreContractTest, DedupDisabledAcceptsEveryRepeat) {
+    add_subscription("sub_a");
+    auto r1 = make_intake("sub_a", "k", "1");
+    r1.dedup_enabled = false;
+    auto r2 = make_intake("sub_a", "k", "2");
+    r2.dedup_enabled = false;
+    EXPECT_EQ(must_intake(r1).status, intake_status::accepted);
+    EXPECT_EQ(must_intake(r2).status, intake_status::accepted);
+    // No dedup row was written: a later dedup-enabled intake of the key is new.
+    EXPECT_EQ(must_intake(make_intake("sub_a", "k", "3")).status, intake_status::accepted);
+}
+
+TEST_P(StoreContractTest, ExpiredDedupRowIsReplaced) {
+    add_subscription("sub_a");
+    auto r1 = make_intake("sub_a", "k", "1");
+    r1.dedup_expires_at = t0 + 1000;
+    ASSERT_EQ(must_intake(r1).status, intake_status::accepted);
+    // Still within retention at exactly the expiry instant.
+    EXPECT_EQ(must_intake(make_intake("sub_a", "k", "2", t0 + 1000)).status,
+              intake_status::duplicate);
+    auto late = must_intake(make_intake("sub_a", "k", "3", t0 + 1001));
+    EXPECT_EQ(late.status, intake_status::accepted);
+    EXPECT_EQ(late.run_id, "run_3");
+    auto after = must_intake(make_intake("sub_a", "k", "4", t0 + 1002));
+    EXPECT_EQ(after.status, intake_status::duplicate);
+    EXPECT_EQ(after.delivery_id, "dlv_3");
+}
+
+TEST_P(StoreContractTest, HeldIntakeIsReleasedInArrivalOrder) {
+    add_subscription("sub_a", sub_state::paused);
+    for (int i = 0; i < 3; ++i) {
+        auto r = make_intake("sub_a", "k" + std::to_string(i), std::to_string(i), t0 + i);
+        r.hold = true;
+        r.due_at = t0 + 100 - i; // later arrivals would be due earlier: release must not care
+        EXPECT_EQ(must_intake(r).status, intake_status::held);
+    }
+    EXPECT_EQ(store_->get_delivery("dlv_0")->status, delivery_status::held);
+    ASSERT_TRUE(store_->change_state({"sub_a", source_kind::webhook, sub_state::paused,
+                                      sub_state::active, state_reason::none},
+                                     "evt_sc", t0 + 200));
+    EXPECT_TRUE(claim(t0 + 1000).empty()); // held rows are never claimed
+
+    auto released = store_->release_held("sub_a", t0 + 300);
+    ASSERT_TRUE(released);
+    EXPECT_EQ(*released, 3);
+    EXPECT_THAT(ids(claim(t0 + 300)), ElementsAre("dlv_0", "dlv_1", "dlv_2"));
+}
+
+TEST_P(StoreContractTest, ClaimDueRespectsSubscriptionState) {
+    add_subscription("sub_active");
+    add_subscription("sub_paused", sub_state::paused);
+    add_subscription("sub_dead", sub_state::dead_lettered);
+    auto failed = make_subscription("sub_failed", sub_state::failed);
+    failed.next_probe_at = t0 + 5000;
+    ASSERT_TRUE(store_->insert_subscription(failed));
+    for (const auto* sub : {"sub_active", "sub_paused", "sub_dead", "sub_failed"}) {
+        for (int i = 0; i < 2; ++i) {
+            std::string suffix = std::string(sub) + "_" + std::to_string(i);
+            must_intake(make_intake(sub, "k" + std::to_string(i), suffix, t0 + i));
+        }
+    }
+    auto first = claim(t0 + 10);
+    EXPECT_THAT(ids(first), ElementsAre("dlv_sub_active_0", "dlv_sub_active_1"));
+    for (const auto& d : first) {
+        EXPECT_EQ(d.status, delivery_status::in_flight);
+        EXPECT_EQ(d.attempts, 0);
+    }
+    // Past the probe time: exactly one probe of the failed subscription, never paused/dead ones.
+    EXPECT_THAT(ids(claim(t0 + 5000)), ElementsAre("dlv_sub_failed_0"));
+    EXPECT_TRUE(claim(t0 + 5001).empty()); // the probe is in flight
+    EXPECT_EQ(store_->get_delivery("dlv_sub_paused_0")->status, delivery_status::pending);
+    EXPECT_EQ(store_->get_delivery("dlv_sub_dead_1")->status, delivery_status::pending);
+}
+
+TEST_P(StoreContractTest, ExpiredLeaseIsReclaimed) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    ASSERT_EQ(claim(t0, 10, 1000).size(), 1u);
+    EXPECT_TRUE(claim(t0 + 999).empty());
+    auto again = claim(t0 + 1000);
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].id, "dlv_1");
+    EXPECT_EQ(again[0].attempts, 0);
+}
+
+TEST_P(StoreContractTest, NextDueAtIgnoresUnclaimableDeliveries) {
+    add_subscription("sub_a");
+    add_subscription("sub_p", sub_state::paused);
+    EXPECT_FALSE(store_->next_due_at()->has_value());
+    must_intake(make_intake("sub_p", "k", "p", t0));
+    EXPECT_FALSE(store_->next_due_at()->has_value());
+    must_intake(make_intake("sub_a", "k", "a", t0 + 50));
+    EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 50);
+}
+
+TEST_P(StoreContractTest, DeliveredAttemptStartsTheRunLog) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    auto rec = delivered_record(claimed[0], 1, t0 + 10);
+    rec.extra_run_events = {{"run.completed", R"({"exitCode":0})"}};
+    ASSERT_TRUE(store_->record_attempt(rec));
+
+    auto events = store_->run_events_after("run_1", -1, 100);
+    ASSERT_TRUE(events);
+    ASSERT_EQ(events->size(), 3u);
+    const auto& attempted = (*events)[0];
+    EXPECT_EQ(attempted.sequence, 0);
+    EXPECT_EQ(attempted.type, "trigger.delivery.attempted");
+    EXPECT_EQ(attempted.event_id, rec.attempt_event_id);
+    EXPECT_EQ(json(attempted.payload_json),
+              json(R"({"subscriptionId":"sub_a","dedupKey":"k","attempt":1,)"
+                   R"("outcome":"delivered","runId":"run_1"})"));
+    const auto& started = (*events)[1];
+    EXPECT_EQ(started.sequence, 1);
+    EXPECT_EQ(started.type, "run.started");
+    EXPECT_EQ(started.event_id, "evt_start_dlv_1");
+    EXPECT_EQ(started.causation_id, rec.attempt_event_id);
+    EXPECT_EQ(started.run_id, "run_1");
+    EXPECT_EQ((*events)[2].sequence, 2);
+    EXPECT_EQ((*events)[2].type, "run.completed");
+    EXPECT_EQ((*events)[2].event_id, "evt_start_dlv_1.1"); // derived id (no explicit one given)
+
+    EXPECT_EQ(store_->get_delivery("dlv_1")->status, delivery_status::delivered);
+    EXPECT_EQ(store_->get_run("run_1")->status, run_status::running);
+    EXPECT_TRUE(store_->subscription_events("sub_a")->empty());
+    // The delivery is settled: a second record (e.g. from a claimer whose lease expired) conflicts.
+    EXPECT_EQ(store_->record_attempt(rec).error(), errc::conflict);
+    // Duplicates now point at the started run.
+    EXPECT_EQ(must_intake(make_intake("sub_a", "k", "2")).run_id, "run_1");
+}
+
+TEST_P(StoreContractTest, RetryingAttemptSurvivesRestart) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    auto rec = base_record(claimed[0], 1, attempt_outcome::retrying, t0 + 10);
+    rec.next_due_at = t0 + 5000;
+    rec.error = "upstream 503";
+    rec.consecutive_failures = 1;
+    ASSERT_TRUE(store_->record_attempt(rec));
+
+    open(); // restart: a fresh store over the same file
+    auto d = store_->get_delivery("dlv_1");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->status, delivery_status::pending);
+    EXPECT_EQ(d->attempts, 1);
+    EXPECT_EQ(d->due_at, t0 + 5000);
+    EXPECT_EQ(d->last_error, "upstream 503");
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 1);
+    auto events = store_->subscription_events("sub_a");
+    ASSERT_TRUE(events);
+    ASSERT_EQ(events->size(), 1u);
+    EXPECT_EQ(json((*events)[0].payload_json),
+              json(R"({"subscriptionId":"sub_a","dedupKey":"k","attempt":1,)"
+                   R"("outcome":"retrying"})"));
+    EXPECT_TRUE(claim(t0 + 4999).empty());
+    auto retry = claim(t0 + 5000);
+    ASSERT_EQ(retry.size(), 1u);
+    EXPECT_EQ(retry[0].attempts, 1);
+}
+
+TEST_P(StoreContractTest, DeadLetteredAttemptWritesDeadLetterAndStateChange) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    auto rec = base_record(claimed[0], 8, attempt_outcome::dead_lettered, t0 + 10);
+    rec.error = "upstream 500";
+    rec.state_change_caused = state_change{"sub_a", source_kind::webhook, sub_state::active,
+                                           sub_state::dead_lettered, state_reason::retry_exhausted};
+    rec.state_change_event_id = "evt_sc_1";
+    rec.dead_letter_expires_at = t0 + 1000000;
+    ASSERT_TRUE(store_->record_attempt(rec));
+
+    EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::dead_lettered);
+    EXPECT_EQ(store_->get_delivery("dlv_1")->status, delivery_status::dead_lettered);
+    auto events = store_->subscription_events("sub_a");
+    ASSERT_TRUE(events);
+    ASSERT_EQ(events->size(), 2u);
+    EXPECT_EQ((*events)[0].sequence, 0);
+    EXPECT_EQ((*events)[0].event_id, rec.attempt_event_id);
+    EXPECT_EQ(json((*events)[0].payload_json),
+              json(R"({"subscriptionId":"sub_a","dedupKey":"k","attempt":8,)"
+                   R"("outcome":"dead-lettered"})"));
+    EXPECT_EQ((*events)[1].sequence, 1);
+    EXPECT_EQ((*events)[1].type, "trigger.subscription.state.changed");
+    EXPECT_EQ((*events)[1].event_id, "evt_sc_1");
+    EXPECT_EQ(json((*events)[1].payload_json),
+              json(R"({"subscriptionId":"sub_a","source":"webhook","fromState":"active",)"
+                   R"("toState":"dead-lettered","reason":"retry-exhausted"})"));
+
+    auto letters = store_->list_dead_letters("sub_a", {}, t0 + 20);
+    ASSERT_TRUE(letters);
+    ASSERT_EQ(letters->items.size(), 1u);
+    const auto& dl = letters->items[0];
+    EXPECT_EQ(dl.reason, dead_letter_reason::retries_exhausted);
+    EXPECT_EQ(dl.attempt_event_id, rec.attempt_event_id);
+    EXPECT_EQ(dl.attempt.attempt, 8);
+    EXPECT_EQ(dl.attempt.outcome, attempt_outcome::dead_lettered);
+    EXPECT_EQ(dl.delivery_id, "dlv_1");
+    EXPECT_EQ(dl.expires_at, t0 + 1000000);
+    ASSERT_TRUE(dl.caused_state_change);
+    EXPECT_EQ(dl.caused_state_change->to, sub_state::dead_lettered);
+    EXPECT_EQ(dl.caused_state_change->reason, state_reason::retry_exhausted);
+}
+
+TEST_P(StoreContractTest, StateChangeConflictInAttemptRollsBackEverything) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    auto rec = base_record(claimed[0], 8, attempt_outcome::dead_lettered, t0 + 10);
+    rec.consecutive_failures = 8;
+    rec.state_change_caused = state_change{"sub_a", source_kind::webhook, sub_state::paused,
+                                           sub_state::dead_lettered, state_reason::retry_exhausted};
+    rec.state_change_event_id = "evt_sc_1";
+    rec.dead_letter_expires_at = t0 + 1000000;
+    EXPECT_EQ(store_->record_attempt(rec).error(), errc::conflict);
+
+    EXPECT_EQ(store_->get_delivery("dlv_1")->status, delivery_status::in_flight);
+    EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::active);
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 0);
+    EXPECT_TRUE(store_->subscription_events("sub_a")->empty());
+    EXPECT_TRUE(store_->list_dead_letters("sub_a", {}, t0)->items.empty());
+}
+
+TEST_P(StoreContractTest, ChangeStateIsCompareAndSet) {
+    add_subscription("sub_a");
+    state_change wrong{"sub_a", source_kind::webhook, sub_state::paused, sub_state::active,
+                       state_reason::none};
+    EXPECT_EQ(store_->change_state(wrong, "evt_1", t0).error(), errc::conflict);
+    EXPECT_TRUE(store_->subscription_events("sub_a")->empty());
+
+    state_change pause{"sub_a", source_kind::webhook, sub_state::active, sub_state::paused,
+                       state_reason::operator_paused};
+    ASSERT_TRUE(store_->change_state(pause, "evt_2", t0 + 1));
+    EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::paused);
+    auto events = store_->subscription_events("sub_a");
+    ASSERT_EQ(events->size(), 1u);
+    EXPECT_EQ(json((*events)[0].payload_json),
+              json(R"({"subscriptionId":"sub_a","source":"webhook","fromState":"active",)"
+                   R"("toState":"paused","reason":"operator-paused"})"));
+
+    pause.subscription_id = "sub_missing";
+    EXPECT_EQ(store_->change_state(pause, "evt_3", t0).error(), errc::not_found);
+}
+
+TEST_P(StoreContractTest, VerificationRefusalLeavesStateAlone) {
+    add_subscription("sub_a");
+    ASSERT_TRUE(store_->record_verification_refusal({"sub_a", "wh-msg-1", "evt_ref_1", t0,
+                                                     t0 + 1000}));
+    EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::active);
+    auto letters = store_->list_dead_letters("sub_a", {}, t0);
+    ASSERT_TRUE(letters);
+    ASSERT_EQ(letters->items.size(), 1u);
+    EXPECT_EQ(letters->items[0].reason, dead_letter_reason::verification_failed);
+    EXPECT_FALSE(letters->items[0].caused_state_change);
+    EXPECT_TRUE(letters->items[0].delivery_id.empty());
+    auto events = store_->subscription_events("sub_a");
+    ASSERT_EQ(events->size(), 1u);
+    EXPECT_EQ((*events)[0].event_id, "evt_ref_1");
+    EXPECT_EQ(json((*events)[0].payload_json),
+              json(R"({"subscriptionId":"sub_a","dedupKey":"wh-msg-1","attempt":1,)"
+                   R"("outcome":"dead-lettered"})"));
+}
+
+TEST_P(StoreContractTest, DeadLettersPageNewestFirstAndHideExpired) {
+    add_subscription("sub_a");
+    add_subscription("sub_b");
+    for (int i = 0; i < 5; ++i) {
+        // #1 expires early and must not be listed once past its expiry.
+        millis expires = i == 1 ? t0 + 50 : t0 + 100000;
+        ASSERT_TRUE(store_->record_verification_refusal(
+            {"sub_a", "key" + std::to_string(i), "evt_" + std::to_string(i), t0 + i, expires}));
+    }
+    ASSERT_TRUE(store_->record_verification_refusal({"sub_b", "kb", "evt_b", t0, t0 + 100000}));
+
+    std::vector<std::string> seen;
+    page_request req{2, {}};
+    int pages = 0;
+    for (;;) {
+        auto p = store_->list_dead_letters("sub_a", req, t0 + 100);
+        ASSERT_TRUE(p) << p.error().message();
+        ++pages;
+        for (const auto& d : p->items) {
+            seen.push_back(d.attempt_event_id);
+        }
+        if (p->next_cursor.empty()) {
+            break;
+        }
+        req.cursor = p->next_cursor;
+        ASSERT_LT(pages, 10);
+    }
+    EXPECT_THAT(seen, ElementsAre("evt_4", "evt_3", "evt_2", "evt_0"));
+    EXPECT_EQ(pages, 2);
+
+    auto first = store_->list_dead_letters("sub_b", {1, {}}, t0);
+    ASSERT_TRUE(first);
+    auto mine = store_->list_dead_letters("sub_a", {1, {}}, t0);
+    ASSERT_TRUE(mine);
+    ASSERT_FALSE(mine->next_cursor.empty());
+    // A cursor minted for another subscription, or for deliveries, or garbage.
+    EXPECT_EQ(store_->list_dead_letters("sub_b", {1, mine->next_cursor}, t0).error(),
+              errc::invalid_argument);
+    EXPECT_EQ(store_->list_dead_letters("sub_a", {1, "not*a*cursor"}, t0).error(),
+              errc::invalid_argument);
+    EXPECT_EQ(store_->list_dead_letters("sub_a", {1, "eyJ4IjoxfQ"}, t0).error(),
+              errc::invalid_argument);
+    EXPECT_EQ(store_->list_deliveries("sub_a", {1, mine->next_cursor}).error(),
+              errc::invalid_argument);
+    // A limit of 0 is clamped to 1.
+    EXPECT_EQ(store_->list_dead_letters("sub_a", {0, {}}, t0)->items.size(), 1u);
+
+    auto purged = store_->purge_expired(t0 + 100);
+    ASSERT_TRUE(purged);
+    EXPECT_EQ(*purged, 1);
+}
+
+TEST_P(StoreContractTest, DeliveriesPageNewestFirst) {
+    add_subscription("sub_a");
+    for (int i = 0; i < 5; ++i) {
+        must_intake(make_intake("sub_a", "k" + std::to_string(i), std::to_string(i), t0 + i));
+    }
+    auto p1 = store_->list_deliveries("sub_a", {3, {}});
+    ASSERT_TRUE(p1);
+    EXPECT_THAT(ids(p1->items), ElementsAre("dlv_4", "dlv_3", "dlv_2"));
+    ASSERT_FALSE(p1->next_cursor.empty());
+    auto p2 = store_->list_deliveries("sub_a", {3, p1->next_cursor});
+    ASSERT_TRUE(p2);
+    EXPECT_THAT(ids(p2->items), ElementsAre("dlv_1", "dlv_0"));
+    EXPECT_TRUE(p2->next_cursor.empty());
+    EXPECT_EQ(store_->list_deliveries("sub_missing", {}).error(), errc::not_found);
+}
+
+TEST_P(StoreContractTest, AppendRunEventIsGapFreeUnderConcurrency) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    ASSERT_TRUE(store_->record_attempt(delivered_record(claimed[0], 1, t0)));
+
+    constexpr int threads = 4;
+    constexpr int per_thread = 50;
+    std::latch start(threads);
+    std::vector<std::thread> pool;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            start.arrive_and_wait();
+            for (int i = 0; i < per_thread; ++i) {
+                auto id = "evt_x_" + std::to_string(t) + "_" + std::to_string(i);
+                if (!store_->append_run_event("run_1", "run.log", "{}", {}, id, t0)) {
+                    ++failures;
+                }
+            }
+        });
+    }
+    for (auto& th : pool) {
+        th.join();
+    }
+    EXPECT_EQ(failures.load(), 0);
+    std::vector<run_event> all;
+    std::int64_t after = -1;
+    for (;;) {
+        auto chunk = store_->run_events_after("run_1", after, 64);
+        ASSERT_TRUE(chunk);
+        if (chunk->empty()) {
+            break;
+        }
+        after = chunk->back().sequence;
+        all.insert(all.end(), chunk->begin(), chunk->end());
+    }
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(2 + threads * per_thread));
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        EXPECT_EQ(all[i].sequence, static_cast<std::int64_t>(i));
+    }
+    EXPECT_EQ(store_->append_run_event("run_missing", "run.log", "{}", {}, "evt_y", t0).error(),
+              errc::not_found);
+    EXPECT_EQ(store_->append_run_event("run_1", "run.log", "{}", {}, "evt_x_0_0", t0).error(),
+              errc::already_exists);
+}
+
+TEST_P(StoreContractTest, RunStatusAndListing) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    ASSERT_TRUE(store_->record_attempt(delivered_record(claimed[0], 1, t0)));
+    EXPECT_EQ(store_->list_runs_with_status(run_status::running)->size(), 1u);
+    ASSERT_TRUE(store_->set_run_status("run_1", run_status::completed, t0 + 5));
+    EXPECT_TRUE(store_->list_runs_with_status(run_status::running)->empty());
+    EXPECT_EQ(store_->get_run("run_1")->status, run_status::completed);
+    EXPECT_EQ(store_->set_run_status("run_x", run_status::failed, t0).error(), errc::not_found);
+    EXPECT_EQ(store_->run_events_after("run_x", -1, 10).error(), errc::not_found);
+}
+
+TEST_P(StoreContractTest, GroupCommitGroupsConcurrentIntakes) {
+    add_subscription("sub_a");
+    const auto before = store_->stats();
+    constexpr int total = 200;
+    constexpr int threads = 8;
+    completion_counter completed;
+    std::atomic<int> accepted{0};
+    auto on_done = [&](result<intake_outcome> r) {
+        if (r && r->status == intake_status::accepted) {
+            ++accepted;
+        }
+        completed.done();
+    };
+    // The first callback runs on the writer thread; holding it until every other request is queued
+    // makes the grouping deterministic (a real callback never blocks).
+    std::promise<void> all_queued;
+    auto queued = all_queued.get_future().share();
+    store_->intake(make_intake("sub_a", "first", "first"), [&, queued](result<intake_outcome> r) {
+        queued.wait_for(wait_limit);
+        on_done(std::move(r));
+    });
+    std::latch start(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            start.arrive_and_wait();
+            for (int i = t; i < total - 1; i += threads) {
+                store_->intake(make_intake("sub_a", "k" + std::to_string(i), std::to_string(i)),
+                               on_done);
+            }
+        });
+    }
+    for (auto& th : pool) {
+        th.join();
+    }
+    all_queued.set_value();
+    ASSERT_TRUE(completed.wait_for(total));
+    EXPECT_EQ(accepted.load(), total);
+    const auto after = store_->stats();
+    EXPECT_EQ(after.intake_requests - before.intake_requests, static_cast<std::uint64_t>(total));
+    EXPECT_LE(after.intake_batches - before.intake_batches, 3u);
+}
+
+TEST_P(StoreContractTest, FailingRequestDoesNotAbortItsBatch) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k0", "taken"));
+    std::promise<void> all_queued;
+    auto queued = all_queued.get_future().share();
+    completion_counter completed;
+    std::vector<result<intake_outcome>> out(4, errc::internal);
+    store_->intake(make_intake("sub_a", "gate", "gate"), [&, queued](result<intake_outcome> r) {
+        queued.wait_for(wait_limit);
+        out[0] = std::move(r);
+        completed.done();
+    });
+    auto collect = [&](int i) {
+        return [&, i](result<intake_outcome> r) {
+            out[i] = std::move(r);
+            completed.done();
+        };
+    };
+    // A delivery id collision fails after its dedup row was written: the savepoint must undo it.
+    store_->intake(make_intake("sub_a", "k1", "taken"), collect(1));
+    store_->intake(make_intake("sub_missing", "k2", "x"), collect(2));
+    store_->intake(make_intake("sub_a", "k1", "good"), collect(3));
+    all_queued.set_value();
+    ASSERT_TRUE(completed.wait_for(4));
+    EXPECT_TRUE(out[0]);
+    EXPECT_EQ(out[1].error(), errc::already_exists);
+    EXPECT_EQ(out[2].error(), errc::not_found);
+    ASSERT_TRUE(out[3]);
+    EXPECT_EQ(out[3]->status, intake_status::accepted);
+    EXPECT_EQ(out[3]->delivery_id, "dlv_good");
+}
+
+TEST_P(StoreContractTest, ReadOnlyDatabaseAnswersStoreUnavailable) {
+    add_subscription("sub_a");
+    store_.reset();
+    auto ro = GetParam().open_read_only(dir_);
+    ASSERT_TRUE(ro) << ro.error().message();
+    store_ = std::move(*ro);
+    auto out = store_->intake_sync(make_intake("sub_a", "k", "1"));
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.error(), errc::store_unavailable);
+    EXPECT_EQ(store_->intake_sync(make_intake("sub_a", "k", "2")).error(),
+              errc::store_unavailable);
+    EXPECT_EQ(store_->ping().error(), errc::store_unavailable);
+    EXPECT_EQ(store_->get_subscription("sub_a")->id, "sub_a"); // reads still work
+    EXPECT_EQ(store_->get_delivery("dlv_1").error(), errc::not_found);
+}
+
+TEST_P(StoreContractTest, DestructorAnswersEveryQueuedIntake) {
+    add_subscription("sub_a");
+    completion_counter completed;
+    std::atomic<int> answered{0};
+    for (int i = 0; i < 50; ++i) {
+        store_->intake(make_intake("sub_a", "k" + std::to_string(i), std::to_string(i)),
+                       [&](result<intake_outcome> r) {
+                           if (r) {
+                               ++answered;
+                           }
+                           completed.done();
+                       });
+    }
+    store_.reset();
+    EXPECT_TRUE(completed.wait_for(50));
+    EXPECT_EQ(answered.load(), 50);
+    open();
+    EXPECT_EQ(store_->list_deliveries("sub_a", {100, {}})->items.size(), 50u);
+}
+
+TEST_P(StoreContractTest, PingAndPurge) {
+    EXPECT_TRUE(store_->ping());
+    add_subscription("sub_a");
+    auto r = make_intake("sub_a", "k", "1");
+    r.dedup_expires_at = t0 + 10;
+    must_intake(r);
+    EXPECT_EQ(*store_->purge_expired(t0 + 10), 0);
+    EXPECT_EQ(*store_->purge_expired(t0 + 11), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(sqlite_backend()),
+                         [](const auto& info) { return info.param.name; });
+
+} // namespace
+} // namespace wopbridge
