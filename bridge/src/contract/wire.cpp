@@ -75,11 +75,20 @@ constexpr std::array<std::pair<dead_letter_reason, std::string_view>, 2> dl_reas
 }};
 constexpr std::array<std::pair<delivery_status, std::string_view>, 5> delivery_states{{
     {delivery_status::pending, "pending"},
-    {delivery_status::in_flight, "in-flight"},
+    {delivery_status::in_flight, "in_flight"},
     {delivery_status::delivered, "delivered"},
-    {delivery_status::dead_lettered, "dead-lettered"},
+    {delivery_status::dead_lettered, "dead_lettered"},
     {delivery_status::held, "held"},
 }};
+
+std::string_view delivery_status_name(delivery_status s) noexcept {
+    for (const auto& [k, n] : delivery_states) {
+        if (k == s) {
+            return n;
+        }
+    }
+    return "";
+}
 constexpr std::array<std::pair<run_status, std::string_view>, 4> run_states{{
     {run_status::pending, "pending"},
     {run_status::running, "running"},
@@ -140,14 +149,27 @@ json::object subscription(const wopbridge::subscription& s) {
 }
 
 json::object delivery_summary(const wopbridge::delivery& d) {
+    // schemas/wopbridge/deliveries-page.schema.json#/$defs/delivery (closed).
     json::object o;
     o["deliveryId"] = d.id;
-    o["state"] = name(d.status);
-    o["attempt"] = d.attempts;
-    o["dueAt"] = format_iso8601(d.due_at);
-    o["receivedAt"] = format_iso8601(d.received_at);
+    o["subscriptionId"] = d.subscription_id;
+    if (!d.dedup_key.empty()) {
+        o["dedupKey"] = d.dedup_key; // host-opaque
+    }
+    o["status"] = delivery_status_name(d.status);
+    o["attempts"] = d.attempts;
     if (!d.run_id.empty() && d.status != delivery_status::dead_lettered) {
         o["runId"] = d.run_id;
+    }
+    o["receivedAt"] = format_iso8601(d.received_at);
+    if (d.updated_at > 0) {
+        o["updatedAt"] = format_iso8601(d.updated_at);
+    }
+    if (d.due_at > 0) {
+        o["dueAt"] = format_iso8601(d.due_at);
+    }
+    if (!d.last_error.empty()) {
+        o["lastError"] = d.last_error.substr(0, 256);
     }
     return o;
 }

@@ -17,7 +17,9 @@ namespace wopbridge::wire {
 boost::json::object subscription(const wopbridge::subscription& s);
 // {maxAttempts, backoff}
 boost::json::object retry_policy(const wopbridge::retry_policy& p);
-// Content-free delivery summary: {deliveryId, state, attempt, dueAt, receivedAt, runId?}.
+// Content-free delivery record (schemas/wopbridge/deliveries-page.schema.json#/$defs/delivery):
+// {deliveryId, subscriptionId, dedupKey?, status, attempts, runId?, receivedAt, updatedAt?, dueAt?,
+//  lastError?}.
 boost::json::object delivery_summary(const wopbridge::delivery& d);
 // trigger.delivery.attempted payload.
 boost::json::object delivery_attempt(const wopbridge::delivery_attempt& a);

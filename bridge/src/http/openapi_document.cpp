@@ -1722,38 +1722,54 @@ const char document[] = R"openapi_json({
         "additionalProperties": false,
         "required": [
           "deliveryId",
-          "state",
-          "attempt",
-          "dueAt",
+          "subscriptionId",
+          "status",
+          "attempts",
           "receivedAt"
         ],
+        "description": "schemas/wopbridge/deliveries-page.schema.json#/$defs/delivery (content-free)",
         "properties": {
           "deliveryId": {
             "type": "string"
           },
-          "state": {
+          "subscriptionId": {
+            "type": "string"
+          },
+          "dedupKey": {
+            "type": "string",
+            "description": "host-opaque"
+          },
+          "status": {
             "enum": [
               "pending",
-              "in-flight",
+              "in_flight",
               "delivered",
-              "dead-lettered",
+              "dead_lettered",
               "held"
             ]
           },
-          "attempt": {
+          "attempts": {
             "type": "integer",
             "minimum": 0
           },
-          "dueAt": {
-            "type": "string",
-            "format": "date-time"
+          "runId": {
+            "type": "string"
           },
           "receivedAt": {
             "type": "string",
             "format": "date-time"
           },
-          "runId": {
-            "type": "string"
+          "updatedAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "dueAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "lastError": {
+            "type": "string",
+            "maxLength": 256
           }
         }
       },
