@@ -15,6 +15,12 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -63,8 +69,11 @@ protected:
         ASSERT_TRUE(bridge_->start().has_value());
     }
 
-    void start_server(std::size_t max_body = 64 * 1024) {
+    void start_server(std::size_t max_body = 64 * 1024,
+                      std::chrono::milliseconds header_timeout = std::chrono::seconds(10)) {
         http::server_options so;
+        so.header_timeout = header_timeout;
+        so.idle_timeout = header_timeout * 2;
         so.host = "127.0.0.1";
         so.port = 0;
         so.threads = 2;
@@ -410,6 +419,38 @@ TEST_F(HttpServerTest, BodiesPastTheLimitAnswer413) {
                             big + "\"}}");
     expect_envelope(reg_big, 413, "payload_too_large");
     EXPECT_EQ(ingest(reg, testing::fresh_webhook_id()).status, 202); // the server still serves
+}
+
+TEST_F(HttpServerTest, SlowHeadersAreCutOffAtTheHeaderTimeout) {
+    stop_server();
+    start_server(64 * 1024, std::chrono::milliseconds(300));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(server_->port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    // A header that never ends (one byte now, nothing after).
+    std::string partial = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a";
+    ASSERT_EQ(::send(fd, partial.data(), partial.size(), 0), static_cast<ssize_t>(partial.size()));
+    auto started = std::chrono::steady_clock::now();
+    pollfd p{fd, POLLIN, 0};
+    bool closed = false;
+    char buf[512];
+    while (std::chrono::steady_clock::now() - started < std::chrono::seconds(10)) {
+        if (::poll(&p, 1, 100) > 0) {
+            auto n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0) {
+                closed = true;
+                break;
+            }
+        }
+    }
+    ::close(fd);
+    EXPECT_TRUE(closed) << "the server kept a slow header open";
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+    EXPECT_EQ(call("GET", "/healthz", "", "").status, 200); // and still serves others
 }
 
 TEST_F(HttpServerTest, ConformanceSeamsWork) {
