@@ -74,7 +74,7 @@ std::optional<std::string> parse_secret(std::string_view text, std::string& erro
 const wopbridge::header_list json_type = {{"content-type", "application/json"}};
 
 class hello final : public wopbridge::connector {
-public:
+  public:
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
         i.name = "hello";
@@ -84,10 +84,11 @@ public:
             "verifies an HMAC-SHA256 over timestamp and raw body when a subscription has a secret "
             "(300 s window); without one, events are submitted unverified";
         i.source = "webhook";
-        i.config_schema_json = R"({"type":"object","additionalProperties":false,"properties":{)"
-                               R"("greeting":{"type":"string","maxLength":200,"default":"hello"},)"
-                               R"("max_body_bytes":{"type":"integer","minimum":1,"maximum":1048576,)"
-                               R"("default":65536}}})";
+        i.config_schema_json =
+            R"({"type":"object","additionalProperties":false,"properties":{)"
+            R"("greeting":{"type":"string","maxLength":200,"default":"hello"},)"
+            R"("max_body_bytes":{"type":"integer","minimum":1,"maximum":1048576,)"
+            R"("default":65536}}})";
         i.subscription_schema_json =
             R"({"type":"object","additionalProperties":false,"properties":{)"
             R"("secret":{"type":"string","minLength":16,"writeOnly":true}}})";
@@ -108,7 +109,8 @@ public:
         settings_ = *s;
     }
 
-    wopbridge::status subscribe(const wopbridge::subscription_info& sub, std::string& error) override {
+    wopbridge::status subscribe(const wopbridge::subscription_info& sub,
+                                std::string& error) override {
         auto secret = parse_secret(sub.settings_json, error);
         if (!secret) {
             return wopbridge::status::invalid;
@@ -124,7 +126,8 @@ public:
         return wopbridge::status::ok;
     }
 
-    void on_http_request(wopbridge::request_handle req, const wopbridge::http_request_view& r) override {
+    void on_http_request(wopbridge::request_handle req,
+                         const wopbridge::http_request_view& r) override {
         std::optional<std::string> secret;
         {
             std::lock_guard lk(mu_);
@@ -167,23 +170,24 @@ public:
                                    : wopbridge::sig::to_hex(wopbridge::sig::sha256(r.body));
         ev.received_at_ms = r.received_at_ms;
         ev.verified = verified;
-        const std::string media = wopbridge::http::media_type(r.header("content-type").value_or(""));
-        ev.content_json = R"({"webhook":{"greeting":)" + wopbridge::json::quote(settings_.greeting) +
-                          R"(,"contentType":)" + wopbridge::json::quote(media) +
-                          R"(,"body":)" + wopbridge::json::quote(r.body) + "}}";
+        const std::string media =
+            wopbridge::http::media_type(r.header("content-type").value_or(""));
+        ev.content_json = R"({"webhook":{"greeting":)" +
+                          wopbridge::json::quote(settings_.greeting) + R"(,"contentType":)" +
+                          wopbridge::json::quote(media) + R"(,"body":)" +
+                          wopbridge::json::quote(r.body) + "}}";
 
         // std::function needs a copyable callable: share the move-only handle.
         auto pending = std::make_shared<wopbridge::request_handle>(std::move(req));
-        const auto st = host_.submit(ev, [pending](const wopbridge::submit_outcome& o) {
-            answer(*pending, o);
-        });
+        const auto st = host_.submit(
+            ev, [pending](const wopbridge::submit_outcome& o) { answer(*pending, o); });
         if (st != wopbridge::status::ok) {
             pending->respond(503, {{"content-type", "application/json"}, {"retry-after", "1"}},
                              R"({"error":"unavailable"})");
         }
     }
 
-private:
+  private:
     static void answer(wopbridge::request_handle& req, const wopbridge::submit_outcome& o) {
         using wopbridge::outcome_kind;
         const std::string run = wopbridge::json::quote(o.run_id);
@@ -207,8 +211,9 @@ private:
             req.respond(400, json_type, body);
         } else {
             const int after = o.retry_after_seconds > 0 ? o.retry_after_seconds : 1;
-            req.respond(503, {{"content-type", "application/json"}, {"retry-after", std::to_string(after)}},
-                        body);
+            req.respond(
+                503, {{"content-type", "application/json"}, {"retry-after", std::to_string(after)}},
+                body);
         }
     }
 

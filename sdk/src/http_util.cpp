@@ -150,8 +150,9 @@ std::optional<param_list> parse_query(std::string_view target) {
     return parse_form_urlencoded(query_of(target));
 }
 
-std::optional<std::string_view> find_header(
-    const std::vector<std::pair<std::string, std::string>>& headers, std::string_view name) noexcept {
+std::optional<std::string_view>
+find_header(const std::vector<std::pair<std::string, std::string>>& headers,
+            std::string_view name) noexcept {
     for (const auto& [n, v] : headers) {
         if (iequals(n, name)) {
             return std::string_view(v);
@@ -160,7 +161,8 @@ std::optional<std::string_view> find_header(
     return std::nullopt;
 }
 
-std::optional<std::string_view> find_param(const param_list& params, std::string_view name) noexcept {
+std::optional<std::string_view> find_param(const param_list& params,
+                                           std::string_view name) noexcept {
     for (const auto& [n, v] : params) {
         if (n == name) {
             return std::string_view(v);

@@ -34,7 +34,8 @@ std::size_t utf8_len(std::string_view s, std::size_t i) noexcept {
         }
         cp = (cp << 6) | (b & 0x3F);
     }
-    const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+    const bool overlong =
+        (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
     if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
         return 0;
     }
@@ -60,7 +61,7 @@ void append_utf8(std::string& out, std::uint32_t cp) {
 }
 
 class reader {
-public:
+  public:
     explicit reader(std::string_view t) : t_(t) {}
 
     std::optional<flat_object> object(std::string& error) {
@@ -101,7 +102,7 @@ public:
         }
     }
 
-private:
+  private:
     std::optional<flat_object> finish(flat_object& out, std::string& error) {
         ws();
         if (i_ != t_.size()) {
@@ -116,7 +117,8 @@ private:
     }
 
     void ws() {
-        while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) {
+        while (i_ < t_.size() &&
+               (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) {
             ++i_;
         }
     }

@@ -19,10 +19,10 @@ std::string hmac(const EVP_MD* md, std::string_view key, std::string_view messag
     // HMAC() rejects a NULL key pointer even when the length is 0.
     static const unsigned char empty = 0;
     const void* key_ptr = key.empty() ? &empty : static_cast<const void*>(key.data());
-    const auto* msg_ptr = message.empty() ? &empty
-                                          : reinterpret_cast<const unsigned char*>(message.data());
-    if (HMAC(md, key_ptr, static_cast<int>(key.size()), msg_ptr, message.size(), out.data(), &len) ==
-        nullptr) {
+    const auto* msg_ptr =
+        message.empty() ? &empty : reinterpret_cast<const unsigned char*>(message.data());
+    if (HMAC(md, key_ptr, static_cast<int>(key.size()), msg_ptr, message.size(), out.data(),
+             &len) == nullptr) {
         return {};
     }
     return std::string(reinterpret_cast<const char*>(out.data()), len);
@@ -316,9 +316,10 @@ bool valid_webhook_id(std::string_view id) noexcept {
     });
 }
 
-verdict verify_standard_webhooks(const std::vector<std::string>& secrets, std::string_view webhook_id,
-                                 std::string_view webhook_timestamp, std::string_view webhook_signature,
-                                 std::string_view body, std::int64_t now_s, std::int64_t tolerance_s) {
+verdict verify_standard_webhooks(const std::vector<std::string>& secrets,
+                                 std::string_view webhook_id, std::string_view webhook_timestamp,
+                                 std::string_view webhook_signature, std::string_view body,
+                                 std::int64_t now_s, std::int64_t tolerance_s) {
     if (webhook_id.empty() || webhook_timestamp.empty() || webhook_signature.empty()) {
         return verdict::missing_header;
     }
@@ -366,7 +367,8 @@ verdict verify_standard_webhooks(const std::vector<std::string>& secrets, std::s
     }
     bool matched = false;
     for (const auto& key : keys) {
-        const std::string expected = standard_webhooks_mac(key, webhook_id, webhook_timestamp, body);
+        const std::string expected =
+            standard_webhooks_mac(key, webhook_id, webhook_timestamp, body);
         for (const auto candidate : candidates) {
             // No early exit: time does not reveal which entry matched.
             matched |= constant_time_equal(expected, candidate);
@@ -375,7 +377,8 @@ verdict verify_standard_webhooks(const std::vector<std::string>& secrets, std::s
     return matched ? verdict::valid : verdict::mismatch;
 }
 
-std::optional<std::string> sign_standard_webhooks(std::string_view secret, std::string_view webhook_id,
+std::optional<std::string> sign_standard_webhooks(std::string_view secret,
+                                                  std::string_view webhook_id,
                                                   std::int64_t timestamp_s, std::string_view body) {
     const auto key = whsec_key(secret);
     if (!key) {
@@ -472,7 +475,8 @@ verdict verify_twilio_json(const std::vector<std::string>& auth_tokens, std::str
     return body_ok ? verdict::valid : verdict::mismatch;
 }
 
-std::string sign_openwop_v1(std::string_view secret, std::int64_t timestamp_s, std::string_view body) {
+std::string sign_openwop_v1(std::string_view secret, std::int64_t timestamp_s,
+                            std::string_view body) {
     std::string base = std::to_string(timestamp_s);
     base.append(".").append(body);
     return "sha256=" + to_hex(hmac_sha256(secret, base));
@@ -499,7 +503,8 @@ verdict verify_openwop_v1(std::string_view secret, std::string_view timestamp,
     std::string base(timestamp);
     base.append(".").append(body);
     const std::string expected = "sha256=" + to_hex(hmac_sha256(secret, base));
-    return constant_time_equal(expected, ascii_lower(signature)) ? verdict::valid : verdict::mismatch;
+    return constant_time_equal(expected, ascii_lower(signature)) ? verdict::valid
+                                                                 : verdict::mismatch;
 }
 
 } // namespace wopbridge::sig

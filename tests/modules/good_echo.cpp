@@ -1,8 +1,8 @@
 // Test module: a real minimal connector on the C++ wrapper. It logs every lifecycle call (the tests
 // read the order from the host log), submits each request and answers only after the commit.
 // Per-subscription settings containing "silent" make it hold requests unanswered; a request whose
-// target contains "release" then answers the held ones (late), "drop" drops the handle, "task" posts
-// a delayed task.
+// target contains "release" then answers the held ones (late), "drop" drops the handle, "task"
+// posts a delayed task.
 #include "wopbridge/connector.hpp"
 #include "wopbridge/signatures.hpp"
 
@@ -14,7 +14,7 @@
 namespace {
 
 class good_echo final : public wopbridge::connector {
-public:
+  public:
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
         i.name = "good_echo";
@@ -48,15 +48,16 @@ public:
         return wopbridge::status::ok;
     }
 
-    wopbridge::status subscribe(const wopbridge::subscription_info& sub, std::string& error) override {
+    wopbridge::status subscribe(const wopbridge::subscription_info& sub,
+                                std::string& error) override {
         if (sub.settings_json.find("\"refuse\"") != std::string_view::npos) {
             error = "subscription setting 'refuse' is not allowed";
             return wopbridge::status::invalid;
         }
         std::lock_guard lk(mu_);
         subs_[std::string(sub.id)] = std::string(sub.settings_json);
-        host_.log(wopbridge::log_level::info, "lifecycle subscribe " + std::string(sub.id) + " " +
-                                                  std::string(sub.ingest_url));
+        host_.log(wopbridge::log_level::info,
+                  "lifecycle subscribe " + std::string(sub.id) + " " + std::string(sub.ingest_url));
         return wopbridge::status::ok;
     }
 
@@ -67,7 +68,8 @@ public:
         return wopbridge::status::ok;
     }
 
-    void on_http_request(wopbridge::request_handle req, const wopbridge::http_request_view& r) override {
+    void on_http_request(wopbridge::request_handle req,
+                         const wopbridge::http_request_view& r) override {
         std::string settings;
         {
             std::lock_guard lk(mu_);
@@ -96,8 +98,39 @@ public:
             return; // the wrapper answers 500 for a dropped handle
         }
         if (r.target.find("task") != std::string_view::npos) {
-            host_.post_task(60'000, [&h = host_] { h.log(wopbridge::log_level::info, "task ran"); });
+            host_.post_task(60'000,
+                            [&h = host_] { h.log(wopbridge::log_level::info, "task ran"); });
             req.respond(202);
+            return;
+        }
+        if (r.target.find("register") != std::string_view::npos) {
+            std::string error;
+            const auto st =
+                host_.register_subscription({"discovered-1", "email", "wf-d", "{}"}, error);
+            req.respond(200, {}, "register " + std::to_string(static_cast<int>(st)) + " " + error);
+            return;
+        }
+        if (r.target.find("foreign") != std::string_view::npos) {
+            wopbridge::inbound_event ev;
+            ev.subscription_id = "someone-elses";
+            ev.content_json = R"({"webhook":{}})";
+            const auto st = host_.submit(ev, [](const wopbridge::submit_outcome&) {});
+            req.respond(200, {}, "foreign " + std::to_string(static_cast<int>(st)));
+            return;
+        }
+        if (r.target.find("services") != std::string_view::npos) {
+            unsigned char bytes[8] = {0};
+            const auto st = host_.random_bytes(bytes, sizeof bytes);
+            req.respond(200, {},
+                        "now " + std::to_string(host_.now_ms()) + " capacity " +
+                            std::to_string(host_.has_capacity() ? 1 : 0) + " random " +
+                            std::to_string(static_cast<int>(st)) + " " +
+                            wopbridge::sig::to_hex(std::string_view(
+                                reinterpret_cast<const char*>(bytes), sizeof bytes)));
+            return;
+        }
+        if (r.target.find("badheader") != std::string_view::npos) {
+            req.respond(200, {{"x-evil", "a\r\nset-cookie: x"}}, "nope");
             return;
         }
         if (settings.find("silent") != std::string_view::npos) {
@@ -132,7 +165,7 @@ public:
         return wopbridge::status::ok;
     }
 
-private:
+  private:
     wopbridge::host& host_;
     std::mutex mu_;
     std::map<std::string, std::string> subs_;

@@ -4,7 +4,7 @@
 namespace {
 
 class rejects_config final : public wopbridge::connector {
-public:
+  public:
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
         i.name = "rejects_config";

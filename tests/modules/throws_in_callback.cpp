@@ -1,4 +1,5 @@
-// Test module: throws from subscribe and on_http_request; the wrapper and the host must contain both.
+// Test module: throws from subscribe and on_http_request; the wrapper and the host must contain
+// both.
 #include "wopbridge/connector.hpp"
 
 #include <stdexcept>
@@ -6,7 +7,7 @@
 namespace {
 
 class throws_in_callback final : public wopbridge::connector {
-public:
+  public:
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
         i.name = "throws_in_callback";

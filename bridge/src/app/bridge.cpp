@@ -8,6 +8,7 @@
 #include "delivery/delivery_engine.hpp"
 #include "intake/webhook_intake.hpp"
 #include "runs/run_starter.hpp"
+#include "schedule/scheduler.hpp"
 
 #include <wopbridge/signatures.hpp>
 
@@ -129,6 +130,7 @@ struct bridge::impl final : run_lifecycle_sink {
     synchronized_random random;
     result<secret_box> box;
     std::unique_ptr<delivery_engine> engine;
+    std::unique_ptr<scheduler> sched;
 
     std::atomic<int> pending_intake{0};
 
@@ -170,6 +172,8 @@ struct bridge::impl final : run_lifecycle_sink {
             }
             if (!rep.run_id.empty()) {
                 notify_run(rep.run_id);
+            } else if (rep.outcome == attempt_outcome::dead_lettered) {
+                notify_run(rep.reserved_run_id); // a poller waiting for this run: it never comes
             }
             {
                 std::lock_guard lock(mutex);
@@ -178,9 +182,23 @@ struct bridge::impl final : run_lifecycle_sink {
             progress_cv.notify_all();
         });
         starter->set_lifecycle_sink(this);
+        sched = std::make_unique<scheduler>(
+            clock, [this](const inbound_submission& s) { submit(s, [](submit_result) {}); },
+            [this](const std::string& id) -> std::optional<sub_state> {
+                auto sub = st->get_subscription(id);
+                return sub ? std::optional<sub_state>(sub->state) : std::nullopt;
+            });
+    }
+
+    // The scheduler's view of the `source: schedule` subscriptions, after any change to them.
+    void refresh_schedules() {
+        if (auto all = st->list_all_subscriptions()) {
+            (void)sched->update(*all); // unparsable schedules were refused at config/registration
+        }
     }
 
     ~impl() override {
+        sched->stop();
         engine->stop();
         starter->stop();
         starter->set_lifecycle_sink(nullptr);
@@ -496,6 +514,8 @@ result<void> bridge::start() {
         impl_->fail_interrupted_runs();
     }
     impl_->engine->start();
+    impl_->refresh_schedules();
+    impl_->sched->start();
     return {};
 }
 
@@ -507,6 +527,7 @@ void bridge::stop() {
         }
         impl_->started = false;
     }
+    impl_->sched->stop(); // stop producing ticks before the engine drains
     impl_->engine->stop();
     impl_->starter->stop();
 }
@@ -562,6 +583,7 @@ result<void> bridge::apply_config_subscriptions(const std::vector<subscription>&
             return r.error();
         }
     }
+    m.refresh_schedules();
     m.engine->notify();
     return {};
 }
@@ -574,7 +596,8 @@ result<registration_result> bridge::register_subscription(const registration_req
     if (req.tenant.empty() || req.workflow_id.empty() || is_seam_workflow(req.workflow_id)) {
         return make_error_code(errc::invalid_argument);
     }
-    if (req.source == source_kind::schedule && !req.schedule) {
+    if (req.source == source_kind::schedule &&
+        (!req.schedule || !cron_expr::parse(req.schedule->cron, req.schedule->time_zone))) {
         return make_error_code(errc::invalid_argument);
     }
     if (req.retry && req.retry->max_attempts < 1) {
@@ -624,6 +647,9 @@ result<registration_result> bridge::register_subscription(const registration_req
         out.ingest_url = base + "/v1/ingest/" + sub.id;
     }
     out.record = std::move(sub);
+    if (out.record.source == source_kind::schedule) {
+        m.refresh_schedules();
+    }
     return out;
 }
 
@@ -676,7 +702,11 @@ result<void> bridge::delete_subscription(const std::string& tenant, const std::s
     if (!sub) {
         return sub.error();
     }
-    return impl_->st->delete_subscription(id);
+    auto r = impl_->st->delete_subscription(id);
+    if (r && sub->source == source_kind::schedule) {
+        impl_->refresh_schedules();
+    }
+    return r;
 }
 
 result<page<delivery>> bridge::list_deliveries(const std::string& tenant, const std::string& id,
@@ -891,5 +921,7 @@ result<void> bridge::seam_reset(const std::string& tenant) {
 result<void> bridge::ready() { return impl_->st->ping(); }
 
 int bridge::run_due(millis now) { return impl_->engine->run_due(now); }
+
+int bridge::run_schedules_due(millis now) { return impl_->sched->run_due(now); }
 
 } // namespace wopbridge

@@ -190,6 +190,8 @@ public:
     // Deterministic driving (tests, with a fake clock): claims and completes every delivery due at
     // `now` in the calling thread. Returns the attempts recorded.
     int run_due(millis now);
+    // The same for the scheduler: submits every schedule tick due at `now` (tests, tick seam).
+    int run_schedules_due(millis now);
 
     struct impl;
 

@@ -135,9 +135,10 @@ public:
     }
 
     // A scalar with ${VAR} substituted.
-    std::optional<std::string> scalar(const YAML::Node& n, const std::string& path) {
+    std::optional<std::string> scalar(const YAML::Node& n, const std::string& path,
+                                      std::string_view what = "a string") {
         if (!n.IsScalar()) {
-            error(n.Mark(), path + ": expected a string");
+            error(n.Mark(), path + ": expected " + std::string(what));
             return std::nullopt;
         }
         const std::string& in = n.Scalar();
@@ -226,7 +227,7 @@ public:
         if (!present(n)) {
             return false;
         }
-        auto v = scalar(n, join(path, key));
+        auto v = scalar(n, join(path, key), "an integer");
         if (!v) {
             return false;
         }
@@ -264,7 +265,7 @@ public:
         if (!present(n)) {
             return;
         }
-        auto v = scalar(n, join(path, key));
+        auto v = scalar(n, join(path, key), "true or false");
         if (!v) {
             return;
         }
@@ -283,7 +284,7 @@ public:
         if (!present(n)) {
             return false;
         }
-        auto v = scalar(n, join(path, key));
+        auto v = scalar(n, join(path, key), "a duration");
         if (!v) {
             return false;
         }
@@ -1016,6 +1017,13 @@ std::vector<subscription> make_subscriptions(const config& c, std::map<std::stri
 
 std::string run_working_directory(const config& c) {
     return c.base_dir.string();
+}
+
+std::unique_ptr<run_starter> make_run_starter(const config& c) {
+    if (c.runs.mode == runs_config::mode_kind::upstream) {
+        return make_upstream_run_starter(c.runs.upstream);
+    }
+    return make_local_run_starter(c.runs.workflows, run_working_directory(c));
 }
 
 int check_config(const std::string& path, const env_lookup& env) {

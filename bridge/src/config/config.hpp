@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -149,6 +150,8 @@ std::vector<subscription> make_subscriptions(const config& c,
                                              std::map<std::string, std::string>& secrets);
 // The run starter's working directory (= the config file's directory).
 std::string run_working_directory(const config& c);
+// The run starter the config asks for: local (workflows, run_working_directory) or upstream.
+std::unique_ptr<run_starter> make_run_starter(const config& c);
 
 // `wopbridge check-config FILE`: prints every error to stderr (one per line) and returns 0 when the
 // file is valid, 1 otherwise.

@@ -211,33 +211,31 @@ bool is_integral(const json::value& v) noexcept {
     return false;
 }
 
+template <class T>
+int three_way(T x, T y) noexcept {
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
 // -1, 0, 1; exact for two integers, through double otherwise.
 int compare_numbers(const json::value& a, const json::value& b) noexcept {
-    if ((a.is_int64() || a.is_uint64()) && (b.is_int64() || b.is_uint64())) {
-        if (a.is_int64() && b.is_int64()) {
-            auto x = a.get_int64();
-            auto y = b.get_int64();
-            return x < y ? -1 : (x > y ? 1 : 0);
-        }
-        // At least one is uint64 (which json only uses above INT64_MAX).
-        if (a.is_int64()) {
-            return a.get_int64() < 0
-                       ? -1
-                       : (static_cast<std::uint64_t>(a.get_int64()) < b.get_uint64()
-                              ? -1
-                              : (static_cast<std::uint64_t>(a.get_int64()) == b.get_uint64() ? 0
-                                                                                             : 1));
-        }
-        if (b.is_int64()) {
-            return -compare_numbers(b, a);
-        }
-        auto x = a.get_uint64();
-        auto y = b.get_uint64();
-        return x < y ? -1 : (x > y ? 1 : 0);
+    bool a_int = a.is_int64() || a.is_uint64();
+    bool b_int = b.is_int64() || b.is_uint64();
+    if (!a_int || !b_int) {
+        return three_way(as_double(a), as_double(b));
     }
-    double x = as_double(a);
-    double y = as_double(b);
-    return x < y ? -1 : (x > y ? 1 : 0);
+    if (a.is_int64() && b.is_int64()) {
+        return three_way(a.get_int64(), b.get_int64());
+    }
+    // At least one is uint64, which Boost.JSON only uses above INT64_MAX.
+    if (a.is_int64() && a.get_int64() < 0) {
+        return -1;
+    }
+    if (b.is_int64() && b.get_int64() < 0) {
+        return 1;
+    }
+    auto x = a.is_int64() ? static_cast<std::uint64_t>(a.get_int64()) : a.get_uint64();
+    auto y = b.is_int64() ? static_cast<std::uint64_t>(b.get_int64()) : b.get_uint64();
+    return three_way(x, y);
 }
 
 // JSON equality: numbers by value (1 == 1.0), objects regardless of key order.
@@ -737,11 +735,19 @@ public:
         : reg_(reg), out_(&out) {}
 
     bool eval(const json::value& inst, const location& at, int depth) {
-        if (depth > reg_.limits.max_depth) {
-            report(schema_error_kind::limit, "schema nesting deeper than " +
-                                                 std::to_string(reg_.limits.max_depth) +
-                                                 " (a recursive $ref?)");
+        // Once a limit is hit the outcome is a `limit` error whatever else happens: stop all
+        // work. The work budget exists because branching $ref cycles (anyOf of two refs back to
+        // itself) are exponential within any depth limit.
+        if (exhausted_) {
             return false;
+        }
+        if (++steps_ > reg_.limits.max_evaluations) {
+            return stop("validation stopped after " +
+                        std::to_string(reg_.limits.max_evaluations) + " subschema evaluations");
+        }
+        if (depth > reg_.limits.max_depth) {
+            return stop("schema nesting deeper than " + std::to_string(reg_.limits.max_depth) +
+                        " (a recursive $ref?)");
         }
         const json::value& schema = *at.node;
         if (schema.is_bool()) {
@@ -791,6 +797,12 @@ private:
         path_mark(const path_mark&) = delete;
         path_mark& operator=(const path_mark&) = delete;
     };
+
+    bool stop(std::string message) {
+        exhausted_ = true;
+        report(schema_error_kind::limit, std::move(message));
+        return false;
+    }
 
     void report(schema_error_kind kind, std::string message) {
         out_->push_back({instance_path_, schema_path_, std::move(message), kind});
@@ -1096,8 +1108,9 @@ private:
             } else {
                 double q = as_double(inst) / as_double(v);
                 if (std::isfinite(q)) {
-                    double r = std::round(q);
-                    ok = std::fabs(q - r) <= 1e-9 * std::max(1.0, std::fabs(r));
+                    // Decimal fractions are inexact in binary (19.99 / 0.01 is 1998.9999...):
+                    // allow the rounding error of the division, relative for large quotients.
+                    ok = std::fabs(q - std::round(q)) <= std::max(1e-9, std::fabs(q) * 1e-12);
                 }
             }
             if (!ok) {
@@ -1448,6 +1461,8 @@ private:
     std::vector<validation_error>* out_;
     std::string instance_path_;
     std::string schema_path_;
+    std::size_t steps_ = 0;
+    bool exhausted_ = false;
 };
 
 } // namespace
@@ -1466,9 +1481,13 @@ result<void> schema_registry::add(json::value document, std::string name) {
     if (!name.empty() && impl_->by_name.count(name) != 0) {
         return make_error_code(errc::already_exists);
     }
+    // An absolute-URI name is the document's retrieval URI (e.g. a well-known remote).
     std::string retrieval =
-        std::string(synthetic_base) +
-        (name.empty() ? "doc-" + std::to_string(impl_->documents.size()) + ".json" : name);
+        boost::urls::parse_uri(name)
+            ? split_fragment(name).first
+            : std::string(synthetic_base) +
+                  (name.empty() ? "doc-" + std::to_string(impl_->documents.size()) + ".json"
+                                : name);
     // The retrieval URI must itself parse, or relative resolution against it fails later.
     if (!boost::urls::parse_uri(retrieval)) {
         return make_error_code(errc::invalid_argument);

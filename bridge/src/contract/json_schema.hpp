@@ -66,6 +66,7 @@ std::string format_errors(const std::vector<validation_error>& errors);
 
 struct schema_limits {
     int max_depth = 256;                    // nested subschema evaluations ($ref cycles end here)
+    std::size_t max_evaluations = 1'000'000; // subschema evaluations per validate() call
     std::size_t max_pattern_length = 4096;  // longer `pattern`s are a bad_schema
     std::size_t max_pattern_subject = 8192; // std::regex recurses per character: longer strings
                                             // are not matched and yield a `limit` error (so do
@@ -87,7 +88,8 @@ public:
     // Adds a document (an object or a boolean). `name` (e.g. "v2/trigger-event.schema.json") is a
     // lookup key for validate() and, when the document has no `$id`, also its base URI (as
     // "https://wopbridge.invalid/<name>"), so relative $refs between un-id'd documents resolve by
-    // file name. Fails with invalid_argument for a non-schema value or an unusable `$id`, and
+    // file name. A name that is an absolute URI is the base URI itself (a document preloaded
+    // under a remote address: the registry never fetches). Fails with invalid_argument for a non-schema value or an unusable `$id`, and
     // already_exists when the name or the base URI is taken.
     result<void> add(boost::json::value document, std::string name = {});
 

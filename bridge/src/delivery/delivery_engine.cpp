@@ -324,7 +324,14 @@ bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_
             delivered = true;
         } else {
             rec.error = res.reason.empty() ? "start failed" : res.reason;
-            rec.consecutive_failures = sub.consecutive_failures + 1;
+            // An active subscription that still carries a probe time was re-activated by an
+            // operator while failed (a delivered probe clears it): its count starts afresh, so
+            // the first failure after a re-activation does not re-open the breaker at once.
+            const bool reactivated = sub.state == sub_state::active && sub.next_probe_at != 0;
+            if (reactivated) {
+                rec.next_probe_at = 0;
+            }
+            rec.consecutive_failures = (reactivated ? 0 : sub.consecutive_failures) + 1;
             bool exhausted = res.outcome == run_start_result::kind::permanent ||
                              rec.attempt.attempt >= std::max(1, sub.retry.max_attempts);
             if (exhausted) {

@@ -20,13 +20,18 @@
 
 namespace wopbridge::plugin_detail {
 struct instance;
-} // namespace wopbridge::plugin_detail
 
-// The opaque wb_host of the C ABI: which host and which instance a callback comes from.
-struct wb_host {
-    wopbridge::connector_host::impl* owner = nullptr;
-    wopbridge::plugin_detail::instance* inst = nullptr;
+// What a wb_host* points at: which host and which instance a callback comes from. (The C type
+// stays opaque; defining it here could clash with another definition in the same program.)
+struct host_context {
+    connector_host::impl* owner = nullptr;
+    instance* inst = nullptr;
 };
+
+inline host_context* context_of(wb_host* h) noexcept {
+    return reinterpret_cast<host_context*>(h);
+}
+} // namespace wopbridge::plugin_detail
 
 namespace wopbridge {
 namespace plugin_detail {
@@ -44,7 +49,7 @@ struct instance {
     std::string name;
     loaded_module module;
     std::string settings_json;
-    wb_host host_ctx;
+    host_context host_ctx;
     wb_connector* conn = nullptr;
 
     std::mutex control_mu; // the ABI's control thread: one lifecycle call at a time
@@ -139,7 +144,8 @@ bool token_char(char c) noexcept {
 }
 
 bool header_value_ok(std::string_view v) noexcept {
-    return std::none_of(v.begin(), v.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
+    return std::none_of(v.begin(), v.end(),
+                        [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
 }
 
 std::string lower(std::string_view s) {
@@ -231,7 +237,8 @@ struct connector_host::impl {
 
     mutable std::shared_mutex inst_mu;
     std::vector<std::shared_ptr<instance>> instances; // in creation order
-    std::vector<std::shared_ptr<instance>> retired;   // kept until the host goes: late callbacks stay safe
+    std::vector<std::shared_ptr<instance>>
+        retired; // kept until the host goes: late callbacks stay safe
 
     std::mutex req_mu;
     std::unordered_map<std::uint64_t, pending_request> pending;
@@ -327,9 +334,8 @@ struct connector_host::impl {
 
     void emit_log(std::string_view level, std::string_view connector, std::string_view msg) {
         constexpr std::size_t max_msg = 4096;
-        boost::json::object line{{"level", level},
-                                 {"connector", connector},
-                                 {"msg", msg.substr(0, max_msg)}};
+        boost::json::object line{
+            {"level", level}, {"connector", connector}, {"msg", msg.substr(0, max_msg)}};
         const std::string text = boost::json::serialize(line);
         if (options.log_sink) {
             try {
@@ -375,9 +381,10 @@ struct connector_host::impl {
         host_log(*p->inst, "warn",
                  "no response within " + std::to_string(options.respond_timeout_ms) +
                      " ms; the host answered 503");
-        deliver(*p, ingest_reply{503,
-                                 {{"content-type", "application/json"}, {"retry-after", "1"}},
-                                 error_body("unavailable", "the connector did not answer in time")});
+        deliver(*p,
+                ingest_reply{503,
+                             {{"content-type", "application/json"}, {"retry-after", "1"}},
+                             error_body("unavailable", "the connector did not answer in time")});
     }
 
     // Answers every request of `inst` still open (used when it stops).
@@ -403,7 +410,9 @@ struct connector_host::impl {
 
     // ---- the C API table -----------------------------------------------------------------------
 
-    static instance* inst_of(wb_host* h) noexcept { return h != nullptr ? h->inst : nullptr; }
+    static instance* inst_of(wb_host* h) noexcept {
+        return h != nullptr ? context_of(h)->inst : nullptr;
+    }
 
     static void api_log(wb_host* h, wb_log_level level, wb_str message) noexcept {
         instance* inst = inst_of(h);
@@ -427,14 +436,14 @@ struct connector_host::impl {
                 inst->errors++;
                 break;
             }
-            h->owner->emit_log(lvl, inst->name, view(message));
+            context_of(h)->owner->emit_log(lvl, inst->name, view(message));
         } catch (...) {
         }
     }
 
     static std::int64_t api_now_ms(wb_host* h) noexcept {
         try {
-            return h != nullptr ? h->owner->clock.now_ms() : 0;
+            return h != nullptr ? context_of(h)->owner->clock.now_ms() : 0;
         } catch (...) {
             return 0;
         }
@@ -445,8 +454,9 @@ struct connector_host::impl {
             return WB_ERR_INVALID;
         }
         try {
-            std::lock_guard lk(h->owner->random_mu); // random sources need not be thread-safe
-            h->owner->random.fill(out, n);
+            std::lock_guard lk(
+                context_of(h)->owner->random_mu); // random sources need not be thread-safe
+            context_of(h)->owner->random.fill(out, n);
             return WB_OK;
         } catch (...) {
             return WB_ERR_INTERNAL;
@@ -461,16 +471,18 @@ struct connector_host::impl {
             return WB_ERR_INVALID;
         }
         try {
-            return h->owner->submit(*inst, *ev, done, user);
+            return context_of(h)->owner->submit(*inst, *ev, done, user);
         } catch (...) {
             inst->errors++;
             return WB_ERR_INTERNAL;
         }
     }
 
-    wb_status submit(instance& inst, const wb_inbound_event& ev, wb_submit_done_fn done, void* user) {
+    wb_status submit(instance& inst, const wb_inbound_event& ev, wb_submit_done_fn done,
+                     void* user) {
+        // Allowed from create on: a listener started in start() may submit before start returns.
         const phase ph = inst.state.load();
-        if (ph != phase::running && ph != phase::stopping) {
+        if (ph == phase::stopped || ph == phase::destroyed) {
             return WB_ERR_STATE;
         }
         inbound_submission s;
@@ -481,16 +493,18 @@ struct connector_host::impl {
         s.content_json = std::string(view(ev.content_json));
         // A connector submits only for subscriptions it was handed.
         if (s.subscription_id.empty() || !inst.subscribed(s.subscription_id)) {
-            host_log(inst, "warn", "submit refused: subscription '" + s.subscription_id +
-                                       "' is not one of this connector's");
+            host_log(inst, "warn",
+                     "submit refused: subscription '" + s.subscription_id +
+                         "' is not one of this connector's");
             inst.errors++;
             return WB_ERR_INVALID;
         }
         boost::system::error_code ec;
         const auto content = boost::json::parse(s.content_json, ec);
         if (ec || !content.is_object() || content.as_object().size() != 1) {
-            host_log(inst, "warn", "submit refused: content_json must be a JSON object with one "
-                                   "per-source key");
+            host_log(inst, "warn",
+                     "submit refused: content_json must be a JSON object with one "
+                     "per-source key");
             inst.errors++;
             return WB_ERR_INVALID;
         }
@@ -577,13 +591,15 @@ struct connector_host::impl {
         }
     }
 
-    static wb_status api_respond(wb_host* h, wb_request_ctx* ctx, const wb_http_response* resp) noexcept {
+    static wb_status api_respond(wb_host* h, wb_request_ctx* ctx,
+                                 const wb_http_response* resp) noexcept {
         instance* inst = inst_of(h);
         if (inst == nullptr) {
             return WB_ERR_INVALID;
         }
         try {
-            return h->owner->respond(*inst, reinterpret_cast<std::uintptr_t>(ctx), resp);
+            return context_of(h)->owner->respond(*inst, reinterpret_cast<std::uintptr_t>(ctx),
+                                                 resp);
         } catch (...) {
             inst->errors++;
             return WB_ERR_INTERNAL;
@@ -608,10 +624,13 @@ struct connector_host::impl {
         inst.responses++;
         const auto refuse = [&](std::string_view why) {
             inst.errors++;
-            host_log(inst, "error", std::string("invalid response (") + std::string(why) +
-                                        "); the host answered 500");
-            deliver(*p, ingest_reply{500, {{"content-type", "application/json"}},
-                                     error_body("internal", "the connector gave an invalid response")});
+            host_log(inst, "error",
+                     std::string("invalid response (") + std::string(why) +
+                         "); the host answered 500");
+            deliver(*p,
+                    ingest_reply{500,
+                                 {{"content-type", "application/json"}},
+                                 error_body("internal", "the connector gave an invalid response")});
             return WB_ERR_INVALID;
         };
         if (resp == nullptr || resp->struct_size < sizeof(wb_http_response)) {
@@ -634,7 +653,8 @@ struct connector_host::impl {
             }
             std::string lname = lower(name);
             // Framing belongs to the HTTP layer.
-            if (lname == "content-length" || lname == "transfer-encoding" || lname == "connection") {
+            if (lname == "content-length" || lname == "transfer-encoding" ||
+                lname == "connection") {
                 continue;
             }
             reply.headers.emplace_back(std::move(lname), std::string(value));
@@ -645,14 +665,17 @@ struct connector_host::impl {
     }
 
     static wb_status api_register_subscription(wb_host* h, const wb_subscription_request* req,
-                                               char* error_buf, std::size_t error_buf_size) noexcept {
+                                               char* error_buf,
+                                               std::size_t error_buf_size) noexcept {
         instance* inst = inst_of(h);
-        if (inst == nullptr || req == nullptr || req->struct_size < sizeof(wb_subscription_request)) {
+        if (inst == nullptr || req == nullptr ||
+            req->struct_size < sizeof(wb_subscription_request)) {
             copy_error("invalid request", error_buf, error_buf_size);
             return WB_ERR_INVALID;
         }
         try {
-            return h->owner->register_subscription(*inst, *req, error_buf, error_buf_size);
+            return context_of(h)->owner->register_subscription(*inst, *req, error_buf,
+                                                               error_buf_size);
         } catch (...) {
             inst->errors++;
             copy_error("internal error", error_buf, error_buf_size);
@@ -663,7 +686,8 @@ struct connector_host::impl {
     wb_status register_subscription(instance& inst, const wb_subscription_request& req,
                                     char* error_buf, std::size_t error_buf_size);
 
-    static wb_status api_post_task(wb_host* h, std::int64_t delay_ms, wb_task_fn fn, void* user) noexcept {
+    static wb_status api_post_task(wb_host* h, std::int64_t delay_ms, wb_task_fn fn,
+                                   void* user) noexcept {
         instance* inst = inst_of(h);
         if (inst == nullptr || fn == nullptr) {
             return WB_ERR_INVALID;
@@ -682,7 +706,7 @@ struct connector_host::impl {
                                }
                                inst->add(&instance::inflight_tasks, -1);
                            }};
-            impl* self = h->owner;
+            impl* self = context_of(h)->owner;
             if (delay_ms <= 0) {
                 self->enqueue(std::move(item));
             } else {
@@ -696,7 +720,7 @@ struct connector_host::impl {
 
     static int api_has_capacity(wb_host* h) noexcept {
         try {
-            return h != nullptr && h->owner->sink.has_capacity() ? 1 : 0;
+            return h != nullptr && context_of(h)->owner->sink.has_capacity() ? 1 : 0;
         } catch (...) {
             return 0;
         }
@@ -715,11 +739,12 @@ struct connector_host::impl {
     }
 
     module_error fail(instance& inst, std::string_view what) {
-        return module_error{errc::internal,
-                            inst.module.path + ": connector '" + inst.name + "' " + std::string(what)};
+        return module_error{errc::internal, inst.module.path + ": connector '" + inst.name + "' " +
+                                                std::string(what)};
     }
 
-    module_result<void> subscribe_locked(instance& inst, const std::string& id, const sub_entry& entry) {
+    module_result<void> subscribe_locked(instance& inst, const std::string& id,
+                                         const sub_entry& entry) {
         {
             std::lock_guard lk(inst.mu);
             auto it = inst.subs.find(id);
@@ -811,16 +836,19 @@ struct connector_host::impl {
         bool idle = false;
         {
             std::unique_lock lk(inst.mu);
-            idle = inst.cv.wait_for(lk, std::chrono::milliseconds(std::max<millis>(options.stop_timeout_ms, 1)),
-                                    [&] {
-                                        return inst.inflight_submits == 0 && inst.inflight_tasks == 0 &&
-                                               inst.active_calls == 0;
-                                    });
+            idle = inst.cv.wait_for(
+                lk, std::chrono::milliseconds(std::max<millis>(options.stop_timeout_ms, 1)), [&] {
+                    return inst.inflight_submits == 0 && inst.inflight_tasks == 0 &&
+                           inst.active_calls == 0;
+                });
         }
         answer_leftovers(&inst);
         if (!idle) {
             inst.errors++;
-            host_log(inst, "error", "in-flight work did not finish by the stop deadline; instance leaked");
+            host_log(inst, "error",
+                     "in-flight work did not finish by the stop deadline; instance leaked");
+            // Its threads may still run module code: keep the module mapped for the process's life.
+            static_cast<void>(new std::shared_ptr<void>(inst.module.handle));
             return fail(inst, "did not finish in-flight work by the stop deadline");
         }
         try {
@@ -838,10 +866,12 @@ struct connector_host::impl {
     }
 };
 
-wb_status connector_host::impl::register_subscription(instance& inst, const wb_subscription_request& req,
+wb_status connector_host::impl::register_subscription(instance& inst,
+                                                      const wb_subscription_request& req,
                                                       char* error_buf, std::size_t error_buf_size) {
     if (!options.register_subscription) {
-        copy_error("this host does not register discovered subscriptions", error_buf, error_buf_size);
+        copy_error("this host does not register discovered subscriptions", error_buf,
+                   error_buf_size);
         return WB_ERR_UNSUPPORTED;
     }
     discovered_subscription d;
@@ -865,6 +895,9 @@ wb_status connector_host::impl::register_subscription(instance& inst, const wb_s
     instance* ip = &inst;
     sub_entry entry{d.source, d.workflow_id, d.settings_json};
     enqueue(work_item{nullptr, [this, ip, id = d.id, entry] {
+                          if (ip->state.load() != phase::running) {
+                              return; // do not queue behind a stop that waits for the workers
+                          }
                           std::lock_guard control(ip->control_mu);
                           if (ip->state.load() == phase::running) {
                               if (auto r = subscribe_locked(*ip, id, entry); !r) {
@@ -875,10 +908,10 @@ wb_status connector_host::impl::register_subscription(instance& inst, const wb_s
     return WB_OK;
 }
 
-// ---- connector_host ------------------------------------------------------------------------------
+// ---- connector_host -----------------------------------------------------------------------------
 
-connector_host::connector_host(connector_host_options options, submit_sink& sink, clock_source& clock,
-                               random_source& random)
+connector_host::connector_host(connector_host_options options, submit_sink& sink,
+                               clock_source& clock, random_source& random)
     : impl_(std::make_unique<impl>(std::move(options), sink, clock, random)) {}
 
 connector_host::~connector_host() {
@@ -914,7 +947,8 @@ module_result<void> connector_host::add_instance(const connector_instance_config
     std::array<char, 512> buf{};
     wb_status st = WB_ERR_INTERNAL;
     try {
-        st = d->create(&impl_->api, &inst->host_ctx, str(settings), &inst->conn, buf.data(), buf.size());
+        st = d->create(&impl_->api, reinterpret_cast<wb_host*>(&inst->host_ctx), str(settings),
+                       &inst->conn, buf.data(), buf.size());
     } catch (...) {
         st = WB_ERR_INTERNAL;
     }
@@ -940,7 +974,8 @@ module_result<void> connector_host::add_instance(const connector_instance_config
         std::unique_lock lk(impl_->inst_mu);
         impl_->retired.push_back(inst);
         return module_error{errc::internal, inst->module.path + ": connector '" + config.name +
-                                                "' failed to start (status " + std::to_string(st) + ")"};
+                                                "' failed to start (status " + std::to_string(st) +
+                                                ")"};
     }
     inst->state = phase::running;
     std::unique_lock lk(impl_->inst_mu);
@@ -948,7 +983,8 @@ module_result<void> connector_host::add_instance(const connector_instance_config
     return {};
 }
 
-module_result<void> connector_host::add_instances(const std::vector<connector_instance_config>& configs) {
+module_result<void>
+connector_host::add_instances(const std::vector<connector_instance_config>& configs) {
     for (const auto& c : configs) {
         if (auto r = add_instance(c); !r) {
             return r;
@@ -1002,19 +1038,19 @@ module_result<void> connector_host::unsubscribe(const std::string& connector,
 }
 
 module_result<void> connector_host::remove_instance(const std::string& name) {
-    std::shared_ptr<instance> inst;
-    {
-        std::unique_lock lk(impl_->inst_mu);
-        auto& v = impl_->instances;
-        auto it = std::find_if(v.begin(), v.end(), [&](const auto& i) { return i->name == name; });
-        if (it == v.end()) {
-            return {};
-        }
-        inst = *it;
+    std::shared_ptr<instance> inst = impl_->find(name);
+    if (!inst) {
+        return {};
+    }
+    // Stays findable while it stops, so its requests are answered 503 rather than 404.
+    auto outcome = impl_->stop_instance(*inst);
+    std::unique_lock lk(impl_->inst_mu);
+    auto& v = impl_->instances;
+    if (auto it = std::find(v.begin(), v.end(), inst); it != v.end()) {
         v.erase(it);
         impl_->retired.push_back(inst);
     }
-    return impl_->stop_instance(*inst);
+    return outcome;
 }
 
 void connector_host::stop_all() {
@@ -1049,19 +1085,25 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     auto inst = impl_->find(sub.connector);
     if (!inst || (inst->module.capabilities & WB_CAP_HTTP_INGEST) == 0 ||
         inst->module.descriptor->on_http_request == nullptr) {
-        reply(ingest_reply{404, {{"content-type", "application/json"}},
+        reply(ingest_reply{404,
+                           {{"content-type", "application/json"}},
                            error_body("not_found", "no connector serves this subscription")});
         return;
     }
+    bool running = false;
     {
+        // Checked under mu so stop_instance's idle wait sees this call.
         std::lock_guard lk(inst->mu);
-        if (inst->state.load() != phase::running) {
-            // Checked under mu so stop_instance's idle wait sees this call.
-            reply(ingest_reply{503, {{"content-type", "application/json"}, {"retry-after", "1"}},
-                               error_body("unavailable", "the connector is not running")});
-            return;
+        running = inst->state.load() == phase::running;
+        if (running) {
+            ++inst->active_calls;
         }
-        ++inst->active_calls;
+    }
+    if (!running) {
+        reply(ingest_reply{503,
+                           {{"content-type", "application/json"}, {"retry-after", "1"}},
+                           error_body("unavailable", "the connector is not running")});
+        return;
     }
     std::uint64_t id = 0;
     {
@@ -1098,7 +1140,8 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     inst->requests++;
     bool threw = false;
     try {
-        inst->module.descriptor->on_http_request(inst->conn, reinterpret_cast<wb_request_ctx*>(id), &r);
+        inst->module.descriptor->on_http_request(inst->conn, reinterpret_cast<wb_request_ctx*>(id),
+                                                 &r);
     } catch (...) {
         threw = true;
     }
@@ -1106,7 +1149,8 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
         inst->errors++;
         impl_->host_log(*inst, "error", "exception escaped on_http_request; the host answered 500");
         if (auto p = impl_->take_pending(id)) {
-            impl::deliver(*p, ingest_reply{500, {{"content-type", "application/json"}},
+            impl::deliver(*p, ingest_reply{500,
+                                           {{"content-type", "application/json"}},
                                            error_body("internal", "the connector failed")});
         }
     }

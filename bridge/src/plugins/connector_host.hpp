@@ -1,9 +1,10 @@
 #pragma once
 // The host side of the plugin ABI: owns the connector instances (one per `connectors:` entry),
 // implements the wb_host_api table they call back into, drives their lifecycle
-// (validate -> create -> start -> subscribe* / unsubscribe* -> stop(deadline) -> destroy), and routes
-// ingest requests to them (ingest_router). Every call into a module is guarded: a status other than
-// WB_OK, an exception, a response that never comes or comes twice is contained and counted.
+// (validate -> create -> start -> subscribe* / unsubscribe* -> stop(deadline) -> destroy), and
+// routes ingest requests to them (ingest_router). Every call into a module is guarded: a status
+// other than WB_OK, an exception, a response that never comes or comes twice is contained and
+// counted.
 //
 // Threads: lifecycle calls are serialized per instance (the ABI's "control thread"); handle() runs
 // on the caller's (I/O) thread; respond/submit callbacks run on whatever thread completes them. The
@@ -25,8 +26,8 @@ namespace wopbridge {
 
 // One `connectors:` entry of the config file.
 struct connector_instance_config {
-    std::string name;                // instance name; subscriptions name it in `connector`
-    std::string module;              // module name (looked up on the module path) or a path
+    std::string name;   // instance name; subscriptions name it in `connector`
+    std::string module; // module name (looked up on the module path) or a path
     std::string settings_json = "{}";
 };
 
@@ -41,9 +42,10 @@ struct discovered_subscription {
 
 struct connector_host_options {
     std::vector<std::string> module_dirs; // empty: default_module_dirs()
-    std::string public_url = "http://127.0.0.1:8080"; // server.publicUrl (ingest URLs, wb_http_request)
-    millis respond_timeout_ms = 10'000;   // past it the host answers 503 itself
-    millis stop_timeout_ms = 10'000;      // deadline handed to stop(), then drain
+    std::string public_url =
+        "http://127.0.0.1:8080";        // server.publicUrl (ingest URLs, wb_http_request)
+    millis respond_timeout_ms = 10'000; // past it the host answers 503 itself
+    millis stop_timeout_ms = 10'000;    // deadline handed to stop(), then drain
     int worker_threads = 2;
     // Registers a discovered subscription with the bridge; returns an error line or nullopt.
     // Unset: register_subscription answers WB_ERR_UNSUPPORTED.
@@ -54,11 +56,11 @@ struct connector_host_options {
 
 // Per-instance counters (content-free).
 struct connector_stats {
-    std::uint64_t requests = 0;       // handed to on_http_request
-    std::uint64_t responses = 0;      // answered by the connector
-    std::uint64_t timeouts = 0;       // answered 503 by the host
-    std::uint64_t submits = 0;        // accepted by api->submit
-    std::uint64_t errors = 0;         // see connector_host::errors()
+    std::uint64_t requests = 0;  // handed to on_http_request
+    std::uint64_t responses = 0; // answered by the connector
+    std::uint64_t timeouts = 0;  // answered 503 by the host
+    std::uint64_t submits = 0;   // accepted by api->submit
+    std::uint64_t errors = 0;    // see connector_host::errors()
 };
 
 struct connector_instance_info {
@@ -74,7 +76,7 @@ struct connector_instance_info {
 };
 
 class connector_host final : public ingest_router {
-public:
+  public:
     connector_host(connector_host_options options, submit_sink& sink, clock_source& clock,
                    random_source& random);
     ~connector_host() override; // stop_all()
@@ -90,9 +92,11 @@ public:
     // again are a no-op; changed settings call the module's subscribe again (an update).
     module_result<void> subscribe(const subscription& sub);
     // Idempotent: unknown ids are ok.
-    module_result<void> unsubscribe(const std::string& connector, const std::string& subscription_id);
+    module_result<void> unsubscribe(const std::string& connector,
+                                    const std::string& subscription_id);
 
-    // stop(deadline) -> run queued tasks -> wait for in-flight work -> answer leftovers 503 -> destroy.
+    // stop(deadline) -> run queued tasks -> wait for in-flight work -> answer leftovers 503 ->
+    // destroy.
     module_result<void> remove_instance(const std::string& name);
     void stop_all(); // idempotent
 
@@ -110,7 +114,7 @@ public:
 
     struct impl;
 
-private:
+  private:
     std::unique_ptr<impl> impl_;
 };
 

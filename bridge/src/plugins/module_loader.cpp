@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -19,7 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-module_error refuse(const std::string& path, std::string_view why, errc code = errc::invalid_argument) {
+module_error refuse(const std::string& path, std::string_view why,
+                    errc code = errc::invalid_argument) {
     return module_error{code, path + ": " + std::string(why)};
 }
 
@@ -60,7 +61,8 @@ std::string descriptor_problem(const wb_connector_descriptor* d) {
     }
     constexpr std::size_t version_end = offsetof(wb_connector_descriptor, name);
     if (d->struct_size < version_end) {
-        return "invalid descriptor: struct_size " + std::to_string(d->struct_size) + " is too short";
+        return "invalid descriptor: struct_size " + std::to_string(d->struct_size) +
+               " is too short";
     }
     if (d->abi_major != WOPBRIDGE_ABI_MAJOR) {
         return "ABI major " + std::to_string(d->abi_major) + ", host supports " +
@@ -128,7 +130,8 @@ std::string descriptor_problem(const wb_connector_descriptor* d) {
         boost::system::error_code ec;
         const auto doc = boost::json::parse(text, ec);
         if (ec) {
-            return std::string("invalid descriptor: ") + what + " is not valid JSON (" + ec.message() + ")";
+            return std::string("invalid descriptor: ") + what + " is not valid JSON (" +
+                   ec.message() + ")";
         }
         if (!doc.is_object()) {
             return std::string("invalid descriptor: ") + what + " is not a JSON object";
@@ -203,8 +206,8 @@ module_result<void> loaded_module::validate(std::string_view config_json) const 
     buf.back() = '\0';
     std::string reason = buf.data();
     if (reason.empty()) {
-        reason = st == WB_ERR_INVALID ? "invalid settings" : "validate failed (status " +
-                                                                  std::to_string(st) + ")";
+        reason = st == WB_ERR_INVALID ? "invalid settings"
+                                      : "validate failed (status " + std::to_string(st) + ")";
     }
     return refuse(path, "config rejected: " + reason);
 }
@@ -240,8 +243,8 @@ module_result<loaded_module> load_module(const std::string& path_or_name,
         }
         searched += searched.empty() ? candidate : ", " + candidate;
     }
-    return module_error{errc::not_found, (searched.empty() ? path_or_name + ".so" : searched) +
-                                             ": not found"};
+    return module_error{errc::not_found,
+                        (searched.empty() ? path_or_name + ".so" : searched) + ": not found"};
 }
 
 std::vector<module_listing> list_modules(const std::vector<std::string>& module_dirs) {
@@ -275,6 +278,23 @@ std::vector<module_listing> list_modules(const std::vector<std::string>& module_
         rows.push_back(std::move(row));
     }
     return rows;
+}
+
+std::string format_listing(const std::vector<module_listing>& rows) {
+    if (rows.empty()) {
+        return "no connector modules found\n";
+    }
+    std::string out;
+    for (const auto& r : rows) {
+        if (!r.error.empty()) {
+            out += r.name + " BROKEN " + r.error + "\n";
+            continue;
+        }
+        out += r.name + " " + r.version + " " + r.status + " abi " + r.abi + " source " + r.source +
+               " " + r.path + "\n";
+        out += "    security: " + r.security_posture + "\n";
+    }
+    return out;
 }
 
 } // namespace wopbridge

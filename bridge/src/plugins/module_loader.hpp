@@ -29,8 +29,7 @@ struct module_error {
     throw std::runtime_error(e.message);
 }
 
-template <class T>
-using module_result = boost::system::result<T, module_error>;
+template <class T> using module_result = boost::system::result<T, module_error>;
 
 // A module that passed the gates. Copies share the dlopen handle; the module is unloaded when the
 // last copy goes (so instances keep one).
@@ -38,10 +37,10 @@ struct loaded_module {
     std::string path;
     std::string name;
     std::string version;
-    std::string status;           // stable | alpha | wip
+    std::string status; // stable | alpha | wip
     std::string security_posture;
     std::string sdk_build_id;
-    std::string source;           // webhook | email | form | queue | ...
+    std::string source; // webhook | email | form | queue | ...
     std::string config_schema_json;
     std::string subscription_schema_json;
     std::uint64_t capabilities = 0;
@@ -68,15 +67,19 @@ module_result<loaded_module> load_module(const std::string& path_or_name,
 
 // One row of `wopbridge connectors`: every *.so in the dirs, broken ones with their reason.
 struct module_listing {
-    std::string name;   // descriptor name, or the file stem when broken
+    std::string name; // descriptor name, or the file stem when broken
     std::string version;
     std::string status;
     std::string security_posture;
     std::string source;
-    std::string abi;    // "1.0"
+    std::string abi; // "1.0"
     std::string path;
-    std::string error;  // empty when the module loads
+    std::string error; // empty when the module loads
 };
 std::vector<module_listing> list_modules(const std::vector<std::string>& module_dirs = {});
+// The listing as `wopbridge connectors` prints it: one line per module,
+// "<name> <version> <status> abi <abi> <path>" then an indented "security: ..." line, or
+// "<name> BROKEN <path>: <reason>" for a module that does not load.
+std::string format_listing(const std::vector<module_listing>& rows);
 
 } // namespace wopbridge

@@ -7,7 +7,7 @@
 namespace wopbridge {
 
 class submit_sink {
-public:
+  public:
     virtual ~submit_sink() = default;
     virtual void submit(const inbound_submission& s, submit_callback done) = 0;
     // False when the bridge is saturated (queue-like sources stop reading).
@@ -16,13 +16,13 @@ public:
 
 // The production adapter. Header-only so plugins/ depends on bridge.hpp alone.
 class bridge_submit_sink final : public submit_sink {
-public:
+  public:
     explicit bridge_submit_sink(bridge& b) : bridge_(b) {}
     void submit(const inbound_submission& s, submit_callback done) override {
         bridge_.submit(s, std::move(done));
     }
 
-private:
+  private:
     bridge& bridge_;
 };
 

@@ -410,6 +410,12 @@ private:
                 cv_.notify_all();
             }
         }
+        // Quitting with children left (they outlived stop()'s deadlines): release our fds; the
+        // kernel reparents them when the process exits.
+        for (auto& [pid, c] : children_) {
+            close_child(c);
+        }
+        children_.clear();
     }
 
     static void write_input(child& c) {

@@ -179,10 +179,13 @@ struct sqlite_options {
     std::string path;                 // file path; ":memory:" is refused (durability)
     int group_commit_max_batch = 256; // intake requests per transaction at most
     millis busy_timeout_ms = 5000;
+    // Size cap in database pages (0 = none). Past it writes fail like on a full disk:
+    // store_unavailable, nothing half-written. (Never below the current size.)
+    std::int64_t max_page_count = 0;
 };
 
-// `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable when
-// the file cannot be opened or migrated, unsupported when its schema is newer than this build.
+// `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable
+// when the file cannot be opened or migrated, unsupported when its schema is newer than this build.
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts);
 // The same, with a human-readable reason (no secrets) in `why` on failure.
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why);

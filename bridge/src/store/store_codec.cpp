@@ -120,18 +120,36 @@ std::optional<std::string> base64url_decode(std::string_view in) {
 
 } // namespace
 
-std::string_view name_of(source_kind e) noexcept { return lookup(source_names, e); }
-std::string_view name_of(sub_state e) noexcept { return lookup(state_names, e); }
-std::string_view name_of(backoff_kind e) noexcept { return lookup(backoff_names, e); }
-std::string_view name_of(verification_mode e) noexcept { return lookup(verification_names, e); }
-std::string_view name_of(attempt_outcome e) noexcept { return lookup(outcome_names, e); }
-std::string_view name_of(state_reason e) noexcept { return lookup(reason_names, e); }
+std::string_view name_of(source_kind e) noexcept {
+    return lookup(source_names, e);
+}
+std::string_view name_of(sub_state e) noexcept {
+    return lookup(state_names, e);
+}
+std::string_view name_of(backoff_kind e) noexcept {
+    return lookup(backoff_names, e);
+}
+std::string_view name_of(verification_mode e) noexcept {
+    return lookup(verification_names, e);
+}
+std::string_view name_of(attempt_outcome e) noexcept {
+    return lookup(outcome_names, e);
+}
+std::string_view name_of(state_reason e) noexcept {
+    return lookup(reason_names, e);
+}
 std::string_view name_of(dead_letter_reason e) noexcept {
     return lookup(dead_letter_reason_names, e);
 }
-std::string_view name_of(delivery_status e) noexcept { return lookup(delivery_status_names, e); }
-std::string_view name_of(run_status e) noexcept { return lookup(run_status_names, e); }
-std::string_view name_of(subscription::origin_kind e) noexcept { return lookup(origin_names, e); }
+std::string_view name_of(delivery_status e) noexcept {
+    return lookup(delivery_status_names, e);
+}
+std::string_view name_of(run_status e) noexcept {
+    return lookup(run_status_names, e);
+}
+std::string_view name_of(subscription::origin_kind e) noexcept {
+    return lookup(origin_names, e);
+}
 
 std::optional<source_kind> source_from(std::string_view s) noexcept {
     return reverse(source_names, s);

@@ -7,8 +7,9 @@
 // What the class provides (static members are optional where marked):
 //   static wopbridge::connector_info info();                                      required
 //   static wopbridge::status validate(std::string_view config, std::string& err); optional
-//   T(wopbridge::host& host, std::string_view config);   may throw on bad config (-> WB_ERR_INVALID)
-//   virtual overrides of start/subscribe/unsubscribe/on_http_request/stop       all have defaults
+//   T(wopbridge::host& host, std::string_view config);   may throw on bad config (->
+//   WB_ERR_INVALID) virtual overrides of start/subscribe/unsubscribe/on_http_request/stop       all
+//   have defaults
 //
 // The `host&` handed to the constructor lives exactly as long as the connector object.
 
@@ -46,13 +47,14 @@ enum class log_level : int {
     error = WB_LOG_ERROR,
 };
 
-// What `wopbridge connectors` shows and the descriptor carries. Read once, kept for the module's life.
+// What `wopbridge connectors` shows and the descriptor carries. Read once, kept for the module's
+// life.
 struct connector_info {
-    std::string name;                          // e.g. "hello"
-    std::string version = "0.0.0";             // the module's own version
-    std::string status = "wip";                // "stable" | "alpha" | "wip"
-    std::string security_posture;              // one line: what it verifies, what it trusts
-    std::string source = "webhook";            // "webhook" "email" "form" "queue"
+    std::string name;               // e.g. "hello"
+    std::string version = "0.0.0";  // the module's own version
+    std::string status = "wip";     // "stable" | "alpha" | "wip"
+    std::string security_posture;   // one line: what it verifies, what it trusts
+    std::string source = "webhook"; // "webhook" "email" "form" "queue"
     std::string config_schema_json = "{\"type\":\"object\"}";
     std::string subscription_schema_json = "{\"type\":\"object\"}";
     std::uint64_t capabilities = WB_CAP_HTTP_INGEST;
@@ -113,7 +115,7 @@ inline bool ascii_iequals(std::string_view a, std::string_view b) noexcept {
 
 } // namespace detail
 
-// ---- values handed to the connector (borrowed: valid only during the call) -------------------------
+// ---- values handed to the connector (borrowed: valid only during the call) ----------------------
 
 struct header_view {
     std::string_view name; // lower-case as delivered by the host
@@ -126,7 +128,7 @@ struct http_request_view {
     std::string_view target;     // path + query as received
     std::string_view public_url; // the URL the provider signed (server.publicUrl + target)
     std::vector<header_view> headers;
-    std::string_view body;       // raw bytes: verify signatures on these
+    std::string_view body; // raw bytes: verify signatures on these
     std::string_view remote_address;
     std::int64_t received_at_ms = 0;
 
@@ -149,14 +151,14 @@ struct subscription_info {
     std::string_view ingest_url;
 };
 
-// ---- values the connector hands to the host (copied by the host) -----------------------------------
+// ---- values the connector hands to the host (copied by the host) --------------------------------
 
 struct inbound_event {
     std::string subscription_id;
     std::string provider_event_id; // the provider's stable id; a content hash when it has none
     std::int64_t received_at_ms = 0;
     bool verified = false;
-    std::string content_json;      // {"<source>":{...}}
+    std::string content_json; // {"<source>":{...}}
 };
 
 enum class outcome_kind : int {
@@ -183,12 +185,12 @@ struct subscription_request {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
-// ---- one inbound request awaiting its response ------------------------------------------------------
+// ---- one inbound request awaiting its response --------------------------------------------------
 
 // Move-only. respond() completes the request exactly once; a handle destroyed without a response
 // answers 500 so the provider is never left hanging (and the host logs it).
 class request_handle {
-public:
+  public:
     request_handle() = default;
     request_handle(const wb_host_api* api, wb_host* host, wb_request_ctx* ctx) noexcept
         : api_(api), host_(host), ctx_(ctx) {}
@@ -210,7 +212,8 @@ public:
     // True until respond() was called (or the handle was moved from).
     bool pending() const noexcept { return ctx_ != nullptr; }
 
-    status respond(int http_status, const header_list& headers = {}, std::string_view body = {}) noexcept {
+    status respond(int http_status, const header_list& headers = {},
+                   std::string_view body = {}) noexcept {
         wb_request_ctx* ctx = std::exchange(ctx_, nullptr);
         if (ctx == nullptr || !WOPBRIDGE_API_HAS(api_, respond)) {
             return status::state;
@@ -237,7 +240,7 @@ public:
         }
     }
 
-private:
+  private:
     void abandon() noexcept {
         if (ctx_ != nullptr) {
             if (WOPBRIDGE_API_HAS(api_, log)) {
@@ -253,10 +256,10 @@ private:
     wb_request_ctx* ctx_ = nullptr;
 };
 
-// ---- the host, as the connector sees it --------------------------------------------------------------
+// ---- the host, as the connector sees it ---------------------------------------------------------
 
 class host {
-public:
+  public:
     host(const wb_host_api* api, wb_host* h) noexcept : api_(api), host_(h) {}
     host(const host&) = delete;
     host& operator=(const host&) = delete;
@@ -283,8 +286,8 @@ public:
 
     // `done` runs exactly once, on a host thread, after the durable commit (or refusal), when this
     // returns status::ok; otherwise it is never called.
-    status submit(const inbound_event& event, std::function<void(const submit_outcome&)> done) const
-        noexcept {
+    status submit(const inbound_event& event,
+                  std::function<void(const submit_outcome&)> done) const noexcept {
         if (!WOPBRIDGE_API_HAS(api_, submit)) {
             return status::unsupported;
         }
@@ -312,8 +315,8 @@ public:
         return req.respond(http_status, headers, body);
     }
 
-    status register_subscription(const subscription_request& request, std::string& error) const
-        noexcept {
+    status register_subscription(const subscription_request& request,
+                                 std::string& error) const noexcept {
         if (!WOPBRIDGE_API_HAS(api_, register_subscription)) {
             return status::unsupported;
         }
@@ -355,7 +358,7 @@ public:
         return !WOPBRIDGE_API_HAS(api_, has_capacity) || api_->has_capacity(host_) != 0;
     }
 
-private:
+  private:
     struct submit_state {
         const host* owner;
         std::function<void(const submit_outcome&)> done;
@@ -383,7 +386,8 @@ private:
             }
             state->done(out);
         } catch (const std::exception& e) {
-            state->owner->log(log_level::error, std::string("exception in submit callback: ") + e.what());
+            state->owner->log(log_level::error,
+                              std::string("exception in submit callback: ") + e.what());
         } catch (...) {
             state->owner->log(log_level::error, "unknown exception in submit callback");
         }
@@ -397,7 +401,8 @@ private:
         try {
             task->fn();
         } catch (const std::exception& e) {
-            task->owner->log(log_level::error, std::string("exception in posted task: ") + e.what());
+            task->owner->log(log_level::error,
+                             std::string("exception in posted task: ") + e.what());
         } catch (...) {
             task->owner->log(log_level::error, "unknown exception in posted task");
         }
@@ -407,15 +412,17 @@ private:
     wb_host* host_;
 };
 
-// ---- the class a vendor derives from ----------------------------------------------------------------
+// ---- the class a vendor derives from ------------------------------------------------------------
 
 class connector {
-public:
+  public:
     virtual ~connector() = default;
     // Starts listeners/pollers. Called once, after construction.
     virtual status start() { return status::ok; }
     // Idempotent: subscribing an id twice updates its settings.
-    virtual status subscribe(const subscription_info& sub, std::string& error) { return status::ok; }
+    virtual status subscribe(const subscription_info& sub, std::string& error) {
+        return status::ok;
+    }
     // Idempotent: unknown ids are ok.
     virtual status unsubscribe(std::string_view id) { return status::ok; }
     // Must not block: answer now or keep `req` and answer later (from any thread).
@@ -438,7 +445,7 @@ inline instance* as_instance(wb_connector* c) noexcept {
     return reinterpret_cast<instance*>(c);
 }
 
-inline wb_status guarded(wb_connector* c, const char* what, const std::function<status()>& fn) noexcept {
+template <class Fn> wb_status guarded(wb_connector* c, const char* what, Fn&& fn) noexcept {
     instance* inst = as_instance(c);
     if (inst == nullptr || !inst->self_) {
         return WB_ERR_STATE;
@@ -455,7 +462,7 @@ inline wb_status guarded(wb_connector* c, const char* what, const std::function<
 
 template <class T>
 wb_status validate_trampoline(wb_str config, char* error_buf, std::size_t error_buf_size) noexcept {
-    if constexpr (requires(std::string& e) { T::validate(std::string_view{}, e); }) {
+    if constexpr (requires(std::string & e) { T::validate(std::string_view{}, e); }) {
         try {
             std::string error;
             const status st = T::validate(view(config), error);
@@ -552,8 +559,8 @@ inline void on_http_request_trampoline(wb_connector* c, wb_request_ctx* ctx,
         v.public_url = view(request->public_url);
         v.headers.reserve(request->header_count);
         for (std::size_t i = 0; i < request->header_count; ++i) {
-            v.headers.push_back(header_view{view(request->headers[i].name),
-                                            view(request->headers[i].value)});
+            v.headers.push_back(
+                header_view{view(request->headers[i].name), view(request->headers[i].value)});
         }
         v.body = view(request->body);
         v.remote_address = view(request->remote_address);
@@ -586,8 +593,7 @@ inline constexpr const char* sdk_build_id = WOPBRIDGE_SDK_BUILD_ID;
 inline constexpr const char* sdk_build_id = "unknown";
 #endif
 
-template <class T>
-const wb_connector_descriptor* descriptor_for() noexcept {
+template <class T> const wb_connector_descriptor* descriptor_for() noexcept {
     static_assert(std::is_base_of_v<connector, T>, "a connector derives from wopbridge::connector");
     static_assert(std::is_constructible_v<T, wopbridge::host&, std::string_view>,
                   "a connector is constructible from (wopbridge::host&, std::string_view config)");
@@ -632,6 +638,7 @@ static_assert(std::string_view(WOPBRIDGE_ENTRY_SYMBOL) == "wopbridge_connector_e
 
 // Defines the module's one exported symbol. Use once per module, at namespace scope.
 #define WOPBRIDGE_CONNECTOR(type)                                                                  \
-    extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(void) { \
+    extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(       \
+        void) {                                                                                    \
         return ::wopbridge::detail::descriptor_for<type>();                                        \
     }

@@ -20,11 +20,12 @@ bool iequals(std::string_view a, std::string_view b) noexcept;
 // escape. Decoded bytes are returned as-is (no UTF-8 validation).
 std::optional<std::string> percent_decode(std::string_view text, bool plus_as_space = false);
 
-// Encodes everything outside unreserved (A-Z a-z 0-9 - . _ ~) as %XX; with space_as_plus, ' ' -> '+'.
+// Encodes everything outside unreserved (A-Z a-z 0-9 - . _ ~) as %XX; with space_as_plus, ' ' ->
+// '+'.
 std::string percent_encode(std::string_view text, bool space_as_plus = false);
 
-// "a=1&b=x+y&c" -> {{"a","1"},{"b","x y"},{"c",""}} in order, repeats kept. Empty segments ("a=1&&b=2")
-// are skipped. nullopt when any name or value has a malformed escape.
+// "a=1&b=x+y&c" -> {{"a","1"},{"b","x y"},{"c",""}} in order, repeats kept. Empty segments
+// ("a=1&&b=2") are skipped. nullopt when any name or value has a malformed escape.
 std::optional<param_list> parse_form_urlencoded(std::string_view body);
 std::string format_form_urlencoded(const param_list& params);
 
@@ -36,9 +37,11 @@ std::string_view path_of(std::string_view target) noexcept;
 std::optional<param_list> parse_query(std::string_view target);
 
 // First value for `name` in ordered pairs; case-insensitive for headers, exact for parameters.
-std::optional<std::string_view> find_header(
-    const std::vector<std::pair<std::string, std::string>>& headers, std::string_view name) noexcept;
-std::optional<std::string_view> find_param(const param_list& params, std::string_view name) noexcept;
+std::optional<std::string_view>
+find_header(const std::vector<std::pair<std::string, std::string>>& headers,
+            std::string_view name) noexcept;
+std::optional<std::string_view> find_param(const param_list& params,
+                                           std::string_view name) noexcept;
 
 // The media type of a Content-Type value, lower-cased, parameters dropped:
 // "Application/JSON; charset=utf-8" -> "application/json".

@@ -377,6 +377,24 @@ TEST_F(BridgeTest, BreakerOpensThenADeliveredProbeReactivates) {
     EXPECT_EQ(to_states, (std::vector<std::string>{"failed", "active"}));
 }
 
+TEST_F(BridgeTest, OperatorReactivationOfAFailedSubscriptionStartsAFreshCount) {
+    settings_.default_breaker = {2, 30000};
+    open();
+    auto reg = register_webhook("wf-fail", retry_policy{10, backoff_kind::fixed, 1000, 60000, false});
+    submit(reg.record.id, "evt-reactivate-1");
+    bridge_->run_due(clock_.now_ms());
+    clock_.advance(1000);
+    bridge_->run_due(clock_.now_ms());
+    ASSERT_EQ(state_of(reg.record.id), sub_state::failed);
+    ASSERT_TRUE(bridge_->set_state("acme", reg.record.id, sub_state::active).has_value());
+    clock_.advance(60000);
+    EXPECT_EQ(bridge_->run_due(clock_.now_ms()), 1);
+    EXPECT_EQ(state_of(reg.record.id), sub_state::active); // one failure: below the threshold
+    clock_.advance(1000);
+    EXPECT_EQ(bridge_->run_due(clock_.now_ms()), 1);
+    EXPECT_EQ(state_of(reg.record.id), sub_state::failed); // the second one opens it again
+}
+
 TEST_F(BridgeTest, RestartMidRetryKeepsAttemptCountAndDueTime) {
     open();
     auto reg = register_webhook("wf-fail", retry_policy{5, backoff_kind::fixed, 10000, 60000, false});
@@ -486,6 +504,39 @@ TEST_F(BridgeTest, ConfigSubscriptionsAreUpsertedSealedAndRemoved) {
     ASSERT_TRUE(bridge_->apply_config_subscriptions({a}, {{"cfg-a", secret}}).has_value());
     EXPECT_FALSE(bridge_->get_subscription("acme", "cfg-b").has_value());
     EXPECT_TRUE(bridge_->get_subscription("acme", "cfg-a").has_value());
+}
+
+TEST_F(BridgeTest, ScheduleTicksBecomeDeliveriesOncePerTick) {
+    open();
+    registration_request req;
+    req.tenant = "acme";
+    req.source = source_kind::schedule;
+    req.workflow_id = "wf";
+    req.schedule = schedule_spec{"@every 1m", ""};
+    auto reg = bridge_->register_subscription(req);
+    ASSERT_TRUE(reg.has_value());
+    EXPECT_TRUE(reg->ingest_url.empty());
+    req.schedule = schedule_spec{"61 * * * *", ""};
+    EXPECT_FALSE(bridge_->register_subscription(req).has_value());
+
+    EXPECT_EQ(bridge_->run_schedules_due(clock_.now_ms() + 60000), 1);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::vector<delivery> items;
+    while (items.empty() && std::chrono::steady_clock::now() < deadline) {
+        items = bridge_->list_deliveries("acme", reg->record.id, {}).value().items;
+        if (items.empty()) {
+            std::this_thread::yield(); // the intake commit completes on the store thread
+        }
+    }
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(bridge_->run_due(clock_.now_ms() + 60000), 1);
+    auto log = run_log(items[0].run_id);
+    ASSERT_GE(log.size(), 2u);
+    EXPECT_EQ(log[1].causation_id, log[0].event_id);
+
+    // Paused: the tick is skipped, not queued.
+    ASSERT_TRUE(bridge_->set_state("acme", reg->record.id, sub_state::paused).has_value());
+    EXPECT_EQ(bridge_->run_schedules_due(clock_.now_ms() + 120000), 0);
 }
 
 TEST_F(BridgeTest, SeamDeliverAnswersAfterRunStartedIsPersisted) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 namespace wopbridge {
 namespace {
@@ -115,6 +116,9 @@ TEST_F(ConfigTest, LoadsTheFullExample) {
     EXPECT_EQ(s.local_workflows, (std::vector<std::string>{"conformance-noop", "support-triage"}));
     EXPECT_EQ(s.host_key_file, d + "/var/host.key");
     EXPECT_EQ(run_working_directory(c), d);
+    auto starter = make_run_starter(c);
+    EXPECT_EQ(starter->workflow_ids(), s.local_workflows);
+    EXPECT_FALSE(starter->starts_before_commit());
     EXPECT_EQ(check_config(path, env()), 0);
 }
 
@@ -138,6 +142,12 @@ TEST_F(ConfigTest, FileSecretsAreReadAndTrimmed) {
                                        "file:whsec.txt}\n");
     ASSERT_TRUE(r);
     EXPECT_EQ(r.value->subscriptions[0].signing_secret, "whsec_from_file");
+    auto k = parse(std::string(base) + "connectors: [{name: c, module: m, settings: {token: "
+                                       "file:whsec.txt, nested: {list: [file:whsec.txt]}}}]\n");
+    ASSERT_TRUE(k);
+    auto settings = boost::json::parse(k.value->connectors[0].settings_json);
+    EXPECT_EQ(settings.at("token"), "whsec_from_file");
+    EXPECT_EQ(settings.at("nested").at("list").at(0), "whsec_from_file");
     EXPECT_EQ(one_error(std::string(base) + "auth: {apiKeys: [{key: file:/nonexistent/k}]}\n"),
               "test.yaml:2:24: auth.apiKeys[0].key: cannot read secret file /nonexistent/k");
 }
@@ -182,6 +192,8 @@ TEST_F(ConfigTest, ReportsEachErrorKindAtItsPosition) {
               "test.yaml:1:18: logging.level: invalid value 'loud' (expected one of: trace, debug, "
               "info, warn, error)");
     EXPECT_EQ(one_error("server: [1, 2]\n"), "test.yaml:1:9: server: expected a mapping");
+    EXPECT_EQ(one_error("server: {threads: [2]}\n"),
+              "test.yaml:1:19: server.threads: expected an integer");
 }
 
 TEST_F(ConfigTest, UpstreamSkipsTheWorkflowCheck) {
@@ -239,6 +251,47 @@ TEST_F(ConfigTest, SecretsNeverAppearInErrors) {
     auto e2 = errors("auth: {apiKeys: [{key: \"${SECRET}\", scopes: [bad]}]}\n");
     ASSERT_EQ(e2.size(), 1u);
     EXPECT_THAT(e2[0], ::testing::Not(HasSubstr("s3cr3t")));
+}
+
+// Every key the schema documents is a key the loader accepts, at every level.
+std::string yaml_of_schema(const boost::json::object& schema, const boost::json::object& node,
+                           int indent) {
+    const boost::json::object* n = &node;
+    if (auto* ref = node.if_contains("$ref")) {
+        std::string name(ref->as_string());
+        n = &schema.at("$defs").at(name.substr(name.rfind('/') + 1)).as_object();
+    }
+    std::string out;
+    auto* props = n->if_contains("properties");
+    if (!props) {
+        return out;
+    }
+    for (const auto& [k, v] : props->as_object()) {
+        const auto& child = v.as_object();
+        out += std::string(indent, ' ') + std::string(k) + ":";
+        std::string inner = yaml_of_schema(schema, child, indent + 4);
+        if (auto* items = child.if_contains("items"); items && items->is_object()) {
+            std::string item = yaml_of_schema(schema, items->as_object(), indent + 4);
+            out += item.empty() ? " ~\n" : "\n" + std::string(indent + 2, ' ') + "-\n" + item;
+        } else {
+            out += inner.empty() ? " ~\n" : "\n" + inner;
+        }
+    }
+    return out;
+}
+
+TEST_F(ConfigTest, SchemaKeysAreAllAccepted) {
+    std::ifstream in(std::string(WOPBRIDGE_SOURCE_DIR) + "/schemas/wopbridge-config.schema.json");
+    ASSERT_TRUE(in);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto schema = boost::json::parse(ss.str()).as_object();
+    std::string yaml = yaml_of_schema(schema, schema, 0);
+    ASSERT_THAT(yaml, HasSubstr("probeInterval"));
+    for (const auto& e : errors(yaml)) {
+        EXPECT_THAT(e, ::testing::Not(HasSubstr("unknown key"))) << yaml;
+    }
+    EXPECT_THAT(errors(yaml + "bogus: 1\n"), ::testing::Contains(HasSubstr("unknown key 'bogus'")));
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -22,14 +23,15 @@ using namespace std::chrono_literals;
 constexpr auto wait_limit = 5s;
 
 class recording_sink final : public submit_sink {
-public:
+  public:
     void submit(const inbound_submission& s, submit_callback done) override {
         std::lock_guard lk(mu_);
         submissions_.push_back(s);
         callbacks_.push_back(std::move(done));
         cv_.notify_all();
     }
-    bool has_capacity() const override { return true; }
+    bool has_capacity() const override { return capacity_.load(); }
+    std::atomic<bool> capacity_{true};
 
     bool wait_for(std::size_t n) {
         std::unique_lock lk(mu_);
@@ -49,7 +51,7 @@ public:
         cb(std::move(r));
     }
 
-private:
+  private:
     std::mutex mu_;
     std::condition_variable cv_;
     std::vector<inbound_submission> submissions_;
@@ -58,7 +60,7 @@ private:
 
 // Collects replies and log lines; waits on conditions with a bounded deadline.
 class collector {
-public:
+  public:
     ingest_reply_callback reply_to() {
         return [this](ingest_reply r) {
             std::lock_guard lk(mu_);
@@ -105,7 +107,7 @@ public:
         return out;
     }
 
-private:
+  private:
     std::vector<std::string> messages_locked() {
         std::vector<std::string> out;
         for (const auto& l : lines_) {
@@ -121,7 +123,7 @@ private:
 };
 
 class ConnectorHostTest : public ::testing::Test {
-protected:
+  protected:
     ConnectorHostTest() {
         options_.module_dirs = {WOPBRIDGE_TEST_MODULE_DIR};
         options_.public_url = "https://bridge.example/";
@@ -142,7 +144,8 @@ protected:
         return s;
     }
 
-    static inbound_http_request request(const std::string& target, const std::string& event_id = "evt-1") {
+    static inbound_http_request request(const std::string& target,
+                                        const std::string& event_id = "evt-1") {
         inbound_http_request r;
         r.target = target;
         r.headers = {{"Content-Type", "application/json"}, {"X-Event-Id", event_id}};
@@ -170,7 +173,8 @@ TEST_F(ConnectorHostTest, DrivesTheLifecycleInOrder) {
     ASSERT_TRUE(host_->unsubscribe("echo", "sub-1"));
     ASSERT_TRUE(host_->remove_instance("echo"));
     EXPECT_THAT(out_.lifecycle(),
-                ElementsAre("create", "start", "subscribe sub-1 https://bridge.example/v1/ingest/sub-1",
+                ElementsAre("create", "start",
+                            "subscribe sub-1 https://bridge.example/v1/ingest/sub-1",
                             "unsubscribe sub-1", "stop", "destroy"));
 }
 
@@ -178,7 +182,8 @@ TEST_F(ConnectorHostTest, SubscribeIsIdempotent) {
     add_echo();
     ASSERT_TRUE(host_->subscribe(sub("sub-1")));
     ASSERT_TRUE(host_->subscribe(sub("sub-1")));
-    ASSERT_TRUE(host_->subscribe(sub("sub-1", "echo", R"({"v":2})"))); // changed settings: an update
+    ASSERT_TRUE(
+        host_->subscribe(sub("sub-1", "echo", R"({"v":2})"))); // changed settings: an update
     ASSERT_TRUE(host_->unsubscribe("echo", "unknown"));
     const auto lc = out_.lifecycle();
     EXPECT_EQ(std::count_if(lc.begin(), lc.end(),
@@ -195,7 +200,9 @@ TEST_F(ConnectorHostTest, SubscribeRefusalCarriesTheConnectorsReason) {
     add_echo();
     auto r = host_->subscribe(sub("sub-1", "echo", R"({"refuse":true})"));
     ASSERT_FALSE(r);
-    EXPECT_THAT(r.error().message, HasSubstr("refused subscription sub-1: subscription setting 'refuse' is not allowed"));
+    EXPECT_THAT(
+        r.error().message,
+        HasSubstr("refused subscription sub-1: subscription setting 'refuse' is not allowed"));
     auto unknown = host_->subscribe(sub("sub-2", "nobody"));
     ASSERT_FALSE(unknown);
     EXPECT_THAT(unknown.error().message, HasSubstr("connector instance 'nobody' is not loaded"));
@@ -322,14 +329,17 @@ TEST_F(ConnectorHostTest, ContainsAndCountsExceptionsFromTheModule) {
 TEST_F(ConnectorHostTest, RefusesRejectedConfigAtEachStep) {
     auto validated = host_->add_instance({"echo", "good_echo", R"({"reject":true})"});
     ASSERT_FALSE(validated);
-    EXPECT_THAT(validated.error().message, HasSubstr("good_echo.so: config rejected: setting 'reject'"));
+    EXPECT_THAT(validated.error().message,
+                HasSubstr("good_echo.so: config rejected: setting 'reject'"));
     auto constructed = host_->add_instance({"echo", "good_echo", R"({"throw":true})"});
     ASSERT_FALSE(constructed);
-    EXPECT_THAT(constructed.error().message,
-                HasSubstr("good_echo.so: config rejected: setting 'throw' makes the constructor refuse"));
+    EXPECT_THAT(
+        constructed.error().message,
+        HasSubstr("good_echo.so: config rejected: setting 'throw' makes the constructor refuse"));
     auto rejected = host_->add_instance({"r", "rejects_config", "{}"});
     ASSERT_FALSE(rejected);
-    EXPECT_THAT(rejected.error().message, HasSubstr("rejects_config.so: config rejected: api_key is required"));
+    EXPECT_THAT(rejected.error().message,
+                HasSubstr("rejects_config.so: config rejected: api_key is required"));
     EXPECT_TRUE(host_->instances().empty());
 }
 
@@ -368,7 +378,9 @@ TEST_F(ConnectorHostTest, RunsQueuedTasksAtStopBeforeDestroy) {
     EXPECT_EQ(out_.replies()[0].status, 202);
     ASSERT_TRUE(host_->remove_instance("echo"));
     const auto msgs = out_.messages();
-    const auto pos = [&](const std::string& m) { return std::find(msgs.begin(), msgs.end(), m) - msgs.begin(); };
+    const auto pos = [&](const std::string& m) {
+        return std::find(msgs.begin(), msgs.end(), m) - msgs.begin();
+    };
     EXPECT_LT(pos("lifecycle stop"), pos("task ran"));
     EXPECT_LT(pos("task ran"), pos("lifecycle destroy"));
     EXPECT_LT(pos("lifecycle destroy"), static_cast<long>(msgs.size()));
@@ -382,6 +394,93 @@ TEST_F(ConnectorHostTest, AnswersOpenRequestsWhenTheInstanceStops) {
     ASSERT_TRUE(out_.wait_replies(1));
     EXPECT_EQ(out_.replies()[0].status, 503);
     EXPECT_FALSE(host_->serves(sub("quiet")));
+}
+
+TEST_F(ConnectorHostTest, RegistersDiscoveredSubscriptionsThenSubscribesThem) {
+    std::vector<discovered_subscription> seen;
+    std::mutex mu;
+    options_.register_subscription =
+        [&](const discovered_subscription& d) -> std::optional<std::string> {
+        std::lock_guard lk(mu);
+        seen.push_back(d);
+        return std::nullopt;
+    };
+    host_ = std::make_unique<connector_host>(options_, sink_, clock_, random_);
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?register"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].body, "register 0 ");
+    ASSERT_TRUE(out_.wait_log(
+        "lifecycle subscribe discovered-1 https://bridge.example/v1/ingest/discovered-1"));
+    std::lock_guard lk(mu);
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].connector, "echo");
+    EXPECT_EQ(seen[0].source, "email");
+    EXPECT_EQ(seen[0].workflow_id, "wf-d");
+}
+
+TEST_F(ConnectorHostTest, RegisterIsUnsupportedWithoutARegistrar) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?register"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_THAT(out_.replies()[0].body, HasSubstr("register 2 "));
+}
+
+TEST_F(ConnectorHostTest, RefusesASubmitForAnotherConnectorsSubscription) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?foreign"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].body, "foreign 1"); // WB_ERR_INVALID, callback never called
+    EXPECT_EQ(host_->stats("echo")->submits, 0u);
+    EXPECT_GE(host_->errors("echo"), 1u);
+}
+
+TEST_F(ConnectorHostTest, ServesClockCapacityAndRandomness) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    sink_.capacity_ = false;
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?services"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    testing::seeded_random same;
+    unsigned char expected[8];
+    same.fill(expected, sizeof expected);
+    std::string hex;
+    for (unsigned char b : expected) {
+        static constexpr char d[] = "0123456789abcdef";
+        hex += d[b >> 4];
+        hex += d[b & 0xf];
+    }
+    EXPECT_EQ(out_.replies()[0].body,
+              "now " + std::to_string(clock_.now_ms()) + " capacity 0 random 0 " + hex);
+}
+
+TEST_F(ConnectorHostTest, RefusesAResponseWithAnInjectedHeader) {
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1?badheader"), out_.reply_to());
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].status, 500);
+    EXPECT_EQ(out_.replies()[0].body.find("set-cookie"), std::string::npos);
+    EXPECT_GE(host_->errors("echo"), 1u);
+}
+
+TEST_F(ConnectorHostTest, LeaksRatherThanDestroysAnInstanceWithWorkInFlight) {
+    options_.stop_timeout_ms = 50; // real milliseconds for the drain wait
+    host_ = std::make_unique<connector_host>(options_, sink_, clock_, random_);
+    add_echo();
+    ASSERT_TRUE(host_->subscribe(sub("sub-1")));
+    host_->handle(sub("sub-1"), request("/v1/ingest/sub-1"), out_.reply_to());
+    ASSERT_TRUE(sink_.wait_for(1)); // never committed
+    auto r = host_->remove_instance("echo");
+    ASSERT_FALSE(r);
+    EXPECT_THAT(r.error().message, HasSubstr("did not finish in-flight work"));
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].status, 503);
+    const auto lc = out_.lifecycle();
+    EXPECT_EQ(std::count(lc.begin(), lc.end(), "destroy"), 0);
 }
 
 TEST_F(ConnectorHostTest, WritesLogLinesAsJson) {

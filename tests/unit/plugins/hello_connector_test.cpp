@@ -18,12 +18,13 @@ namespace {
 using ::testing::HasSubstr;
 
 class sink_that_commits final : public submit_sink {
-public:
+  public:
     void submit(const inbound_submission& s, submit_callback done) override {
         submit_result r;
         {
             std::lock_guard lk(mu_);
-            const bool seen = std::find(ids_.begin(), ids_.end(), s.provider_event_id) != ids_.end();
+            const bool seen =
+                std::find(ids_.begin(), ids_.end(), s.provider_event_id) != ids_.end();
             ids_.push_back(s.provider_event_id);
             last_ = s;
             r.status = seen ? submit_status::duplicate : submit_status::accepted;
@@ -40,14 +41,14 @@ public:
         return ids_.size();
     }
 
-private:
+  private:
     std::mutex mu_;
     std::vector<std::string> ids_;
     inbound_submission last_;
 };
 
 class HelloConnectorTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (!std::filesystem::exists(std::string(WOPBRIDGE_MODULE_DIR) + "/hello.so")) {
             GTEST_SKIP() << "hello.so not built";
@@ -91,7 +92,7 @@ protected:
     }
 
     std::vector<std::pair<std::string, std::string>> signed_headers(const std::string& body,
-                                                                     std::int64_t ts) {
+                                                                    std::int64_t ts) {
         const std::string sig = sig::sign_openwop_v1("0123456789abcdef0123", ts, body);
         return {{"content-type", "text/plain"},
                 {"x-hello-timestamp", std::to_string(ts)},
@@ -138,8 +139,9 @@ TEST_F(HelloConnectorTest, RefusesBadStaleAndMissingSignatures) {
 }
 
 TEST_F(HelloConnectorTest, SubmitsUnverifiedWithoutASecretAndUsesTheGivenId) {
-    const auto reply = send("open", "a=1", {{"x-hello-id", "evt-42"},
-                                            {"content-type", "application/x-www-form-urlencoded"}});
+    const auto reply =
+        send("open", "a=1",
+             {{"x-hello-id", "evt-42"}, {"content-type", "application/x-www-form-urlencoded"}});
     EXPECT_EQ(reply.status, 202);
     EXPECT_FALSE(sink_.last().verified);
     EXPECT_EQ(sink_.last().provider_event_id, "evt-42");
@@ -148,7 +150,8 @@ TEST_F(HelloConnectorTest, SubmitsUnverifiedWithoutASecretAndUsesTheGivenId) {
 TEST_F(HelloConnectorTest, RefusesBadSettings) {
     auto r = host_->add_instance({"hi2", "hello", R"({"greting":"typo"})"});
     ASSERT_FALSE(r);
-    EXPECT_THAT(r.error().message, HasSubstr("hello.so: config rejected: settings: invalid or unknown key 'greting'"));
+    EXPECT_THAT(r.error().message,
+                HasSubstr("hello.so: config rejected: settings: invalid or unknown key 'greting'"));
     auto s = host_->subscribe(sub("weak", R"({"secret":"short"})"));
     ASSERT_FALSE(s);
     EXPECT_THAT(s.error().message, HasSubstr("at least 16 characters"));

@@ -41,17 +41,29 @@ std::set<std::string> exported_symbols(const std::string& path) {
     return out;
 }
 
-wb_status ok_validate(wb_str, char*, size_t) { return WB_OK; }
-wb_status ok_create(const wb_host_api*, wb_host*, wb_str, wb_connector**, char*, size_t) { return WB_OK; }
-wb_status ok_start(wb_connector*) { return WB_OK; }
-wb_status ok_subscribe(wb_connector*, const wb_subscription*, char*, size_t) { return WB_OK; }
-wb_status ok_unsubscribe(wb_connector*, wb_str) { return WB_OK; }
+wb_status ok_validate(wb_str, char*, size_t) {
+    return WB_OK;
+}
+wb_status ok_create(const wb_host_api*, wb_host*, wb_str, wb_connector**, char*, size_t) {
+    return WB_OK;
+}
+wb_status ok_start(wb_connector*) {
+    return WB_OK;
+}
+wb_status ok_subscribe(wb_connector*, const wb_subscription*, char*, size_t) {
+    return WB_OK;
+}
+wb_status ok_unsubscribe(wb_connector*, wb_str) {
+    return WB_OK;
+}
 void ok_request(wb_connector*, wb_request_ctx*, const wb_http_request*) {}
-wb_status ok_stop(wb_connector*, int64_t) { return WB_OK; }
+wb_status ok_stop(wb_connector*, int64_t) {
+    return WB_OK;
+}
 void ok_destroy(wb_connector*) {}
 
 class ModuleLoaderTest : public ::testing::Test {
-protected:
+  protected:
     static wb_connector_descriptor good_descriptor() {
         wb_connector_descriptor d{};
         d.struct_size = sizeof d;
@@ -149,8 +161,8 @@ TEST_F(ModuleLoaderTest, RefusesAnInvalidDescriptor) {
     const auto path = test_module("invalid_descriptor");
     auto m = load_module(path);
     ASSERT_FALSE(m);
-    expect_one_line_naming(m.error(), path,
-                           "invalid descriptor: bad status value 'beta' (want stable, alpha or wip)");
+    expect_one_line_naming(
+        m.error(), path, "invalid descriptor: bad status value 'beta' (want stable, alpha or wip)");
 }
 
 TEST_F(ModuleLoaderTest, RefusesAFileThatIsNotASharedObject) {
@@ -201,7 +213,8 @@ TEST_F(ModuleLoaderTest, NamesEachDescriptorProblem) {
         {[](auto& d) { d.version = ""; }, "invalid descriptor: missing version"},
         {[](auto& d) { d.status = nullptr; }, "invalid descriptor: missing status"},
         {[](auto& d) { d.status = "gold"; }, "invalid descriptor: bad status value 'gold'"},
-        {[](auto& d) { d.security_posture = nullptr; }, "invalid descriptor: missing security_posture"},
+        {[](auto& d) { d.security_posture = nullptr; },
+         "invalid descriptor: missing security_posture"},
         {[](auto& d) { d.source = ""; }, "invalid descriptor: missing source"},
         {[](auto& d) { d.validate = nullptr; }, "invalid descriptor: missing function validate"},
         {[](auto& d) { d.create = nullptr; }, "invalid descriptor: missing function create"},
@@ -251,6 +264,16 @@ TEST_F(ModuleLoaderTest, ListsModulesWithBrokenOnesAndTheirReasons) {
     EXPECT_TRUE(saw_bad);
     EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end(),
                                [](const auto& a, const auto& b) { return a.path < b.path; }));
+}
+
+TEST_F(ModuleLoaderTest, FormatsTheListing) {
+    std::vector<module_listing> rows(2);
+    rows[0] = {"good", "1.0.0", "stable", "verifies X", "webhook", "1.0", "/m/good.so", ""};
+    rows[1] = {"bad", "", "", "", "", "", "/m/bad.so", "/m/bad.so: ABI major 2, host supports 1"};
+    EXPECT_EQ(format_listing(rows), "good 1.0.0 stable abi 1.0 source webhook /m/good.so\n"
+                                    "    security: verifies X\n"
+                                    "bad BROKEN /m/bad.so: ABI major 2, host supports 1\n");
+    EXPECT_EQ(format_listing({}), "no connector modules found\n");
 }
 
 TEST_F(ModuleLoaderTest, DefaultModulePathIsNextToTheProgram) {

@@ -39,7 +39,9 @@ struct fake_host {
 void f_log(wb_host* h, wb_log_level l, wb_str m) {
     fake_host::of(h).logs.emplace_back(l, std::string(m.data, m.size));
 }
-int64_t f_now(wb_host*) { return 1767225600000; }
+int64_t f_now(wb_host*) {
+    return 1767225600000;
+}
 wb_status f_random(wb_host*, uint8_t* out, size_t n) {
     for (size_t i = 0; i < n; ++i) {
         out[i] = static_cast<uint8_t>(i);
@@ -73,7 +75,9 @@ wb_status f_post(wb_host* h, int64_t, wb_task_fn fn, void* user) {
     fake_host::of(h).tasks.emplace_back(fn, user);
     return WB_OK;
 }
-int f_capacity(wb_host* h) { return fake_host::of(h).capacity; }
+int f_capacity(wb_host* h) {
+    return fake_host::of(h).capacity;
+}
 
 wb_host_api make_api() {
     wb_host_api a{};
@@ -92,7 +96,7 @@ wb_host_api make_api() {
 }
 
 class probe final : public wopbridge::connector {
-public:
+  public:
     static inline probe* last = nullptr;
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
@@ -128,7 +132,8 @@ public:
         calls.push_back("start");
         return wopbridge::status::ok;
     }
-    wopbridge::status subscribe(const wopbridge::subscription_info& s, std::string& error) override {
+    wopbridge::status subscribe(const wopbridge::subscription_info& s,
+                                std::string& error) override {
         calls.push_back("subscribe " + std::string(s.id) + " " + std::string(s.settings_json));
         if (s.settings_json == "nope") {
             error = "nope";
@@ -140,7 +145,8 @@ public:
         calls.push_back("unsubscribe " + std::string(id));
         return wopbridge::status::ok;
     }
-    void on_http_request(wopbridge::request_handle req, const wopbridge::http_request_view& r) override {
+    void on_http_request(wopbridge::request_handle req,
+                         const wopbridge::http_request_view& r) override {
         seen_method = std::string(r.method);
         seen_sig = std::string(r.header("X-Sig").value_or(""));
         if (r.target == "/throw") {
@@ -172,7 +178,7 @@ public:
 };
 
 class ConnectorWrapperTest : public ::testing::Test {
-protected:
+  protected:
     ConnectorWrapperTest() : d_(wopbridge::detail::descriptor_for<probe>()), api_(make_api()) {}
     ~ConnectorWrapperTest() override {
         if (conn_ != nullptr) {
@@ -182,8 +188,8 @@ protected:
 
     void create(std::string_view config = "{}") {
         char buf[128] = {0};
-        ASSERT_EQ(d_->create(&api_, fake_.handle(), wb_str{config.data(), config.size()}, &conn_, buf,
-                             sizeof buf),
+        ASSERT_EQ(d_->create(&api_, fake_.handle(), wb_str{config.data(), config.size()}, &conn_,
+                             buf, sizeof buf),
                   WB_OK)
             << buf;
         ASSERT_NE(probe::last, nullptr);
@@ -237,7 +243,8 @@ TEST_F(ConnectorWrapperTest, ValidateTruncatesItsReason) {
 TEST_F(ConnectorWrapperTest, CreateReportsAThrowingConstructorAsInvalid) {
     char buf[64] = {0};
     wb_connector* c = reinterpret_cast<wb_connector*>(0x1);
-    EXPECT_EQ(d_->create(&api_, fake_.handle(), {"ctor-throws", 11}, &c, buf, sizeof buf), WB_ERR_INVALID);
+    EXPECT_EQ(d_->create(&api_, fake_.handle(), {"ctor-throws", 11}, &c, buf, sizeof buf),
+              WB_ERR_INVALID);
     EXPECT_EQ(c, nullptr);
     EXPECT_STREQ(buf, "missing api_key");
 }
@@ -265,8 +272,9 @@ TEST_F(ConnectorWrapperTest, ForwardsLifecycleCalls) {
     EXPECT_EQ(d_->subscribe(conn_, &s, buf, sizeof buf), WB_OK);
     EXPECT_EQ(d_->unsubscribe(conn_, {"s1", 2}), WB_OK);
     EXPECT_EQ(d_->stop(conn_, 42), WB_OK);
-    EXPECT_THAT(probe::last->calls, ::testing::ElementsAre("start", "subscribe s1 nope", "subscribe s1 {}",
-                                                           "unsubscribe s1", "stop 42"));
+    EXPECT_THAT(probe::last->calls,
+                ::testing::ElementsAre("start", "subscribe s1 nope", "subscribe s1 {}",
+                                       "unsubscribe s1", "stop 42"));
 }
 
 TEST_F(ConnectorWrapperTest, TurnsExceptionsIntoInternalAndLogsThem) {
@@ -315,10 +323,12 @@ TEST_F(ConnectorWrapperTest, SubmitCallbackRunsOnceWithTheOutcome) {
     wopbridge::inbound_event ev;
     ev.subscription_id = "sub";
     ev.content_json = R"({"form":{}})";
-    ASSERT_EQ(host.submit(ev, [&](const wopbridge::submit_outcome& o) {
-        ++calls;
-        seen = o;
-    }), wopbridge::status::ok);
+    ASSERT_EQ(host.submit(ev,
+                          [&](const wopbridge::submit_outcome& o) {
+                              ++calls;
+                              seen = o;
+                          }),
+              wopbridge::status::ok);
     ASSERT_EQ(fake_.submits.size(), 1u);
     EXPECT_EQ(fake_.submitted_ids[0], "sub");
     EXPECT_EQ(calls, 0);
@@ -336,7 +346,8 @@ TEST_F(ConnectorWrapperTest, SubmitRefusedByTheHostNeverCallsBack) {
     create();
     fake_.submit_status = WB_ERR_BUSY;
     bool called = false;
-    EXPECT_EQ(probe::last->host_.submit({}, [&](const auto&) { called = true; }), wopbridge::status::busy);
+    EXPECT_EQ(probe::last->host_.submit({}, [&](const auto&) { called = true; }),
+              wopbridge::status::busy);
     EXPECT_TRUE(fake_.submits.empty());
     EXPECT_FALSE(called);
 }
@@ -350,7 +361,8 @@ TEST_F(ConnectorWrapperTest, ContainsExceptionsInCallbacksAndTasks) {
     EXPECT_TRUE(fake_.logged("callback exploded"));
     int ran = 0;
     ASSERT_EQ(host.post_task(0, [&] { ++ran; }), wopbridge::status::ok);
-    ASSERT_EQ(host.post_task(5, [] { throw std::runtime_error("task exploded"); }), wopbridge::status::ok);
+    ASSERT_EQ(host.post_task(5, [] { throw std::runtime_error("task exploded"); }),
+              wopbridge::status::ok);
     for (auto& [fn, user] : fake_.tasks) {
         fn(user);
     }
@@ -364,7 +376,8 @@ TEST_F(ConnectorWrapperTest, UsesOnlyTheFunctionsTheHostTableHas) {
     auto& host = probe::last->host_;
     EXPECT_EQ(host.post_task(0, [] {}), wopbridge::status::unsupported);
     std::string error;
-    EXPECT_EQ(host.register_subscription({"s", "email", "wf", "{}"}, error), wopbridge::status::unsupported);
+    EXPECT_EQ(host.register_subscription({"s", "email", "wf", "{}"}, error),
+              wopbridge::status::unsupported);
     fake_.capacity = 0;
     EXPECT_TRUE(host.has_capacity()); // unknown to an older host: assume yes
     EXPECT_EQ(host.now_ms(), 1767225600000);
@@ -374,7 +387,8 @@ TEST_F(ConnectorWrapperTest, PassesHostServicesThrough) {
     create();
     auto& host = probe::last->host_;
     std::string error;
-    EXPECT_EQ(host.register_subscription({"s9", "email", "wf", "{}"}, error), wopbridge::status::invalid);
+    EXPECT_EQ(host.register_subscription({"s9", "email", "wf", "{}"}, error),
+              wopbridge::status::invalid);
     EXPECT_EQ(error, "id s9 taken");
     fake_.capacity = 0;
     EXPECT_FALSE(host.has_capacity());

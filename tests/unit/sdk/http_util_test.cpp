@@ -29,16 +29,16 @@ TEST_F(HttpUtilTest, RefusesMalformedEscapes) {
 TEST_F(HttpUtilTest, ParsesFormBodiesInOrder) {
     const auto p = parse_form_urlencoded("b=2&a=1&text=hello+world&a=3&flag&empty=&&x=%26%3D");
     ASSERT_TRUE(p);
-    EXPECT_THAT(*p, ElementsAre(pair{"b", "2"}, pair{"a", "1"}, pair{"text", "hello world"},
-                                pair{"a", "3"}, pair{"flag", ""}, pair{"empty", ""},
-                                pair{"x", "&="}));
+    EXPECT_THAT(*p,
+                ElementsAre(pair{"b", "2"}, pair{"a", "1"}, pair{"text", "hello world"},
+                            pair{"a", "3"}, pair{"flag", ""}, pair{"empty", ""}, pair{"x", "&="}));
     EXPECT_EQ(find_param(*p, "a"), "1");
     EXPECT_FALSE(find_param(*p, "A"));
 }
 
 TEST_F(HttpUtilTest, ParsesTheSlackSlashCommandBody) {
-    const auto p = parse_form_urlencoded(
-        "command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1");
+    const auto p = parse_form_urlencoded("command=%2Fwebhook-collect&text=&response_url=https%3A%"
+                                         "2F%2Fhooks.slack.com%2Fcommands%2FT1");
     ASSERT_TRUE(p);
     EXPECT_EQ(find_param(*p, "command"), "/webhook-collect");
     EXPECT_EQ(find_param(*p, "response_url"), "https://hooks.slack.com/commands/T1");
@@ -79,7 +79,8 @@ TEST_F(HttpUtilTest, FindsHeadersIgnoringCase) {
 
 TEST_F(HttpUtilTest, ExtractsTheMediaType) {
     EXPECT_EQ(media_type("Application/JSON; charset=utf-8"), "application/json");
-    EXPECT_EQ(media_type(" application/x-www-form-urlencoded "), "application/x-www-form-urlencoded");
+    EXPECT_EQ(media_type(" application/x-www-form-urlencoded "),
+              "application/x-www-form-urlencoded");
     EXPECT_EQ(media_type(""), "");
 }
 

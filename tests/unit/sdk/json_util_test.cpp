@@ -36,10 +36,22 @@ TEST_F(JsonUtilTest, ReadsFlatObjects) {
 
 TEST_F(JsonUtilTest, RefusesWhatItDoesNotRead) {
     std::string error;
-    const char* bad[] = {"",          "[]",          "{",          R"({"a":})",  R"({"a":1,})",
-                         R"({"a":{}})", R"({"a":[1]})", R"({"a":1} x)", R"({"a":1,"a":2})",
-                         R"({"a":01})", R"({"a":1.})",  R"({"a":"\x"})", R"({"a":"\ud800"})",
-                         "{\"a\":\"\x01\"}", R"({a:1})", R"({"a":tru})"};
+    const char* bad[] = {"",
+                         "[]",
+                         "{",
+                         R"({"a":})",
+                         R"({"a":1,})",
+                         R"({"a":{}})",
+                         R"({"a":[1]})",
+                         R"({"a":1} x)",
+                         R"({"a":1,"a":2})",
+                         R"({"a":01})",
+                         R"({"a":1.})",
+                         R"({"a":"\x"})",
+                         R"({"a":"\ud800"})",
+                         "{\"a\":\"\x01\"}",
+                         R"({a:1})",
+                         R"({"a":tru})"};
     for (const char* text : bad) {
         error.clear();
         EXPECT_FALSE(parse_flat_object(text, &error)) << text;

@@ -114,9 +114,8 @@ int check_vectors(std::string_view json_text, const std::string& origin) {
             continue;
         }
         const bool want = vec.at("valid").as_bool();
-        EXPECT_EQ(*got == verdict::valid, want)
-            << origin << " vector #" << count << " (" << str(vec, "scheme")
-            << "): " << to_string(*got);
+        EXPECT_EQ(*got == verdict::valid, want) << origin << " vector #" << count << " ("
+                                                << str(vec, "scheme") << "): " << to_string(*got);
         ++count;
     }
     return count;
@@ -135,9 +134,10 @@ constexpr std::int64_t slack_now = 1531420618;
 constexpr std::string_view slack_body = "token=abc&team_id=T1&text=hello";
 
 class SignaturesTest : public ::testing::Test {
-protected:
-    static verdict sw(const std::vector<std::string>& secrets, std::string_view id, std::string_view ts,
-                      std::string_view sig, std::string_view body, std::int64_t now) {
+  protected:
+    static verdict sw(const std::vector<std::string>& secrets, std::string_view id,
+                      std::string_view ts, std::string_view sig, std::string_view body,
+                      std::int64_t now) {
         return verify_standard_webhooks(secrets, id, ts, sig, body, now);
     }
     static std::vector<std::string> secrets(std::initializer_list<std::string_view> s) {
@@ -145,7 +145,7 @@ protected:
     }
 };
 
-// ---- primitives -------------------------------------------------------------------------------------
+// ---- primitives ---------------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, HmacSha256MatchesRfc4231Case2) {
     EXPECT_EQ(to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
@@ -232,7 +232,7 @@ TEST_F(SignaturesTest, VerdictNames) {
     EXPECT_EQ(to_string(verdict::bad_secret), "bad_secret");
 }
 
-// ---- vectors ----------------------------------------------------------------------------------------
+// ---- vectors ------------------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, EmbeddedProviderVectors) {
     EXPECT_EQ(check_vectors(embedded_vectors, "embedded"), 7);
@@ -250,9 +250,10 @@ TEST_F(SignaturesTest, SharedVectorFileWhenPresent) {
     EXPECT_GE(check_vectors(text.str(), file.string()), 7);
 }
 
-// ---- OpenWOP v1 -------------------------------------------------------------------------------------
+// ---- OpenWOP v1 ---------------------------------------------------------------------------------
 
-constexpr std::string_view ow_secret = "f8a3c0ffee00112233445566778899aabbccddeeff00112233445566778899aa";
+constexpr std::string_view ow_secret =
+    "f8a3c0ffee00112233445566778899aabbccddeeff00112233445566778899aa";
 constexpr std::string_view ow_body =
     R"({"runId":"run_abc","workspaceId":"workspace-123","event":{"type":"run.completed"}})";
 constexpr std::string_view ow_sig =
@@ -260,7 +261,8 @@ constexpr std::string_view ow_sig =
 
 TEST_F(SignaturesTest, OpenWopV1WorkedExample) {
     EXPECT_EQ(sign_openwop_v1(ow_secret, 1767225600, ow_body), ow_sig);
-    EXPECT_EQ(verify_openwop_v1(ow_secret, "1767225600", ow_sig, ow_body, 1767225600), verdict::valid);
+    EXPECT_EQ(verify_openwop_v1(ow_secret, "1767225600", ow_sig, ow_body, 1767225600),
+              verdict::valid);
     // secretFingerprint = first 8 hex chars of sha256(secret).
     EXPECT_EQ(to_hex(sha256(ow_secret)).substr(0, 8), "e76bdf08");
 }
@@ -281,7 +283,7 @@ TEST_F(SignaturesTest, OpenWopV1Refusals) {
     EXPECT_EQ(verify_openwop_v1("", "1767225600", ow_sig, ow_body, now), verdict::bad_secret);
 }
 
-// ---- Standard Webhooks ------------------------------------------------------------------------------
+// ---- Standard Webhooks --------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, StandardWebhooksSignsTheLibraryVector) {
     EXPECT_EQ(sign_standard_webhooks(sw_secret, sw_id, sw_now, sw_body), std::string(sw_sig));
@@ -299,15 +301,18 @@ TEST_F(SignaturesTest, StandardWebhooksRefusesWrongSecret) {
 }
 
 TEST_F(SignaturesTest, StandardWebhooksRefusesChangedIdOrTimestamp) {
-    EXPECT_EQ(sw(secrets({sw_secret}), "msg_p5jXN8AQM9LWM0D4loKWxJeX", sw_ts, sw_sig, sw_body, sw_now),
-              verdict::mismatch);
+    EXPECT_EQ(
+        sw(secrets({sw_secret}), "msg_p5jXN8AQM9LWM0D4loKWxJeX", sw_ts, sw_sig, sw_body, sw_now),
+        verdict::mismatch);
     EXPECT_EQ(sw(secrets({sw_secret}), sw_id, "1614265331", sw_sig, sw_body, sw_now),
               verdict::mismatch);
 }
 
 TEST_F(SignaturesTest, StandardWebhooksRefusesStaleAndFutureTimestamps) {
-    EXPECT_EQ(sw(secrets({sw_secret}), sw_id, sw_ts, sw_sig, sw_body, sw_now + 300), verdict::valid);
-    EXPECT_EQ(sw(secrets({sw_secret}), sw_id, sw_ts, sw_sig, sw_body, sw_now - 300), verdict::valid);
+    EXPECT_EQ(sw(secrets({sw_secret}), sw_id, sw_ts, sw_sig, sw_body, sw_now + 300),
+              verdict::valid);
+    EXPECT_EQ(sw(secrets({sw_secret}), sw_id, sw_ts, sw_sig, sw_body, sw_now - 300),
+              verdict::valid);
     EXPECT_EQ(sw(secrets({sw_secret}), sw_id, sw_ts, sw_sig, sw_body, sw_now + 301),
               verdict::stale_timestamp);
     EXPECT_EQ(sw(secrets({sw_secret}), sw_id, sw_ts, sw_sig, sw_body, sw_now - 301),
@@ -320,7 +325,8 @@ TEST_F(SignaturesTest, StandardWebhooksAcceptsRotation) {
     EXPECT_EQ(sw({old_secret, std::string(sw_secret)}, sw_id, sw_ts, sw_sig, sw_body, sw_now),
               verdict::valid);
     // The matching signature second of two entries.
-    const std::string two = "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA= " + std::string(sw_sig);
+    const std::string two =
+        "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA= " + std::string(sw_sig);
     EXPECT_EQ(sw(secrets({sw_secret}), sw_id, sw_ts, two, sw_body, sw_now), verdict::valid);
     // An unknown version entry is skipped, not fatal.
     const std::string mixed = "v1a,abcd " + std::string(sw_sig);
@@ -336,8 +342,9 @@ TEST_F(SignaturesTest, StandardWebhooksRefusesMalformedHeaders) {
     EXPECT_EQ(sw(s, sw_id, "-1614265330", sw_sig, sw_body, sw_now), verdict::malformed);
     EXPECT_EQ(sw(s, sw_id, sw_ts, "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", sw_body, sw_now),
               verdict::malformed);
-    EXPECT_EQ(sw(s, sw_id, sw_ts, "v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", sw_body, sw_now),
-              verdict::malformed);
+    EXPECT_EQ(
+        sw(s, sw_id, sw_ts, "v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", sw_body, sw_now),
+        verdict::malformed);
     EXPECT_EQ(sw(s, sw_id, sw_ts, "v1,", sw_body, sw_now), verdict::mismatch);
 }
 
@@ -346,12 +353,12 @@ TEST_F(SignaturesTest, StandardWebhooksRefusesBadSecrets) {
     EXPECT_EQ(sw({}, sw_id, sw_ts, sw_sig, sw_body, sw_now), verdict::bad_secret);
     EXPECT_EQ(sw({key}, sw_id, sw_ts, sw_sig, sw_body, sw_now), verdict::bad_secret); // no prefix
     EXPECT_EQ(sw({"whsec_not*base64"}, sw_id, sw_ts, sw_sig, sw_body, sw_now), verdict::bad_secret);
-    EXPECT_EQ(sw({"whsec_" + base64_encode(std::string(23, 'k'))}, sw_id, sw_ts, sw_sig, sw_body,
-                 sw_now),
-              verdict::bad_secret); // too short
-    EXPECT_EQ(sw({"whsec_" + base64_encode(std::string(65, 'k'))}, sw_id, sw_ts, sw_sig, sw_body,
-                 sw_now),
-              verdict::bad_secret); // too long
+    EXPECT_EQ(
+        sw({"whsec_" + base64_encode(std::string(23, 'k'))}, sw_id, sw_ts, sw_sig, sw_body, sw_now),
+        verdict::bad_secret); // too short
+    EXPECT_EQ(
+        sw({"whsec_" + base64_encode(std::string(65, 'k'))}, sw_id, sw_ts, sw_sig, sw_body, sw_now),
+        verdict::bad_secret); // too long
     EXPECT_FALSE(sign_standard_webhooks("whsec_%%%", sw_id, sw_now, sw_body));
     // One usable secret among bad ones still verifies.
     EXPECT_EQ(sw({"garbage", std::string(sw_secret)}, sw_id, sw_ts, sw_sig, sw_body, sw_now),
@@ -366,14 +373,15 @@ TEST_F(SignaturesTest, StandardWebhooksRefusesInvalidWebhookId) {
     EXPECT_FALSE(valid_webhook_id(std::string(129, 'a')));
     EXPECT_FALSE(valid_webhook_id("msg.p5jXN8AQM9LWM0D4loKW"));
     EXPECT_FALSE(valid_webhook_id("msg p5jXN8AQM9LWM0D4loKW"));
-    // A valid signature over an id with a '.' is still refused: the id would make "id.ts.body" ambiguous.
+    // A valid signature over an id with a '.' is still refused: the id would make "id.ts.body"
+    // ambiguous.
     const std::string bad_id = "msg.p5jXN8AQM9LWM0D4loKW";
     const auto sig = sign_standard_webhooks(sw_secret, bad_id, sw_now, sw_body);
     ASSERT_TRUE(sig);
     EXPECT_EQ(sw(secrets({sw_secret}), bad_id, sw_ts, *sig, sw_body, sw_now), verdict::malformed);
 }
 
-// ---- Slack v0 ---------------------------------------------------------------------------------------
+// ---- Slack v0 -----------------------------------------------------------------------------------
 
 TEST_F(SignaturesTest, SlackSignsAndVerifies) {
     const std::string sig = sign_slack_v0(slack_secret, slack_ts, slack_body);
@@ -385,8 +393,9 @@ TEST_F(SignaturesTest, SlackSignsAndVerifies) {
 
 TEST_F(SignaturesTest, SlackRefusesTamperedBodyAndWrongSecret) {
     const std::string sig = sign_slack_v0(slack_secret, slack_ts, slack_body);
-    EXPECT_EQ(verify_slack_v0(secrets({slack_secret}), slack_ts, sig, "token=abc&team_id=T2", slack_now),
-              verdict::mismatch);
+    EXPECT_EQ(
+        verify_slack_v0(secrets({slack_secret}), slack_ts, sig, "token=abc&team_id=T2", slack_now),
+        verdict::mismatch);
     EXPECT_EQ(verify_slack_v0(secrets({"wrong"}), slack_ts, sig, slack_body, slack_now),
               verdict::mismatch);
 }
@@ -433,11 +442,14 @@ TEST_F(SignaturesTest, SlackRefusesMalformedHeadersAndBadSecret) {
     EXPECT_EQ(verify_slack_v0({""}, slack_ts, sig, slack_body, slack_now), verdict::bad_secret);
 }
 
-// ---- Twilio -----------------------------------------------------------------------------------------
+// ---- Twilio -------------------------------------------------------------------------------------
 
 const std::vector<std::pair<std::string, std::string>> twilio_params = {
-    {"To", "+18005551212"},     {"CallSid", "CA1234567890ABCDE"}, {"Caller", "+12349013030"},
-    {"Digits", "1234"},         {"From", "+12349013030"}};
+    {"To", "+18005551212"},
+    {"CallSid", "CA1234567890ABCDE"},
+    {"Caller", "+12349013030"},
+    {"Digits", "1234"},
+    {"From", "+12349013030"}};
 constexpr std::string_view twilio_url = "https://mycompany.com/myapp.php?foo=1&bar=2";
 
 TEST_F(SignaturesTest, TwilioFormSignatureIgnoresParameterOrder) {
@@ -460,7 +472,8 @@ TEST_F(SignaturesTest, TwilioFormRefusals) {
                             "0/KCTR6DLpKmkAf8muzZqo1nDgQ="),
               verdict::valid);
     EXPECT_EQ(verify_twilio({"12345"}, twilio_url, twilio_params, ""), verdict::missing_header);
-    EXPECT_EQ(verify_twilio({"12345"}, twilio_url, twilio_params, "not base64!"), verdict::malformed);
+    EXPECT_EQ(verify_twilio({"12345"}, twilio_url, twilio_params, "not base64!"),
+              verdict::malformed);
     EXPECT_EQ(verify_twilio({}, twilio_url, twilio_params, "0/KCTR6DLpKmkAf8muzZqo1nDgQ="),
               verdict::bad_secret);
 }
@@ -475,7 +488,8 @@ TEST_F(SignaturesTest, TwilioJsonChecksBodyHash) {
                                  "a9nBmqA0ju/hNViExpshrM61xv4="),
               verdict::valid);
     // The URL (and so the signature) is intact but the body is not the one hashed into it.
-    EXPECT_EQ(verify_twilio_json({"12345"}, twilio_json_url, R"({"property": "other", "boolean": true})",
+    EXPECT_EQ(verify_twilio_json({"12345"}, twilio_json_url,
+                                 R"({"property": "other", "boolean": true})",
                                  "a9nBmqA0ju/hNViExpshrM61xv4="),
               verdict::mismatch);
     EXPECT_EQ(verify_twilio_json({"nope"}, twilio_json_url, twilio_json_body,
@@ -484,9 +498,9 @@ TEST_F(SignaturesTest, TwilioJsonChecksBodyHash) {
 }
 
 TEST_F(SignaturesTest, TwilioJsonRefusesMissingBodyHash) {
-    EXPECT_EQ(verify_twilio_json({"12345"}, twilio_url, twilio_json_body,
-                                 "a9nBmqA0ju/hNViExpshrM61xv4="),
-              verdict::malformed);
+    EXPECT_EQ(
+        verify_twilio_json({"12345"}, twilio_url, twilio_json_body, "a9nBmqA0ju/hNViExpshrM61xv4="),
+        verdict::malformed);
     EXPECT_EQ(verify_twilio_json({"12345"}, "https://x.example/?bodySHA256=zz", twilio_json_body,
                                  "a9nBmqA0ju/hNViExpshrM61xv4="),
               verdict::malformed);

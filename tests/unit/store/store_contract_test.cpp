@@ -25,8 +25,8 @@
 namespace wopbridge {
 namespace {
 
-using testing::temp_dir;
 using ::testing::ElementsAre;
+using testing::temp_dir;
 
 constexpr millis t0 = 1767225600000;
 constexpr auto wait_limit = std::chrono::seconds(30);
@@ -39,7 +39,9 @@ struct store_backend {
     std::function<result<std::unique_ptr<store>>(const temp_dir&)> open_read_only;
 };
 
-std::ostream& operator<<(std::ostream& os, const store_backend& b) { return os << b.name; }
+std::ostream& operator<<(std::ostream& os, const store_backend& b) {
+    return os << b.name;
+}
 
 store_backend sqlite_backend() {
     store_backend b;
@@ -62,7 +64,7 @@ store_backend sqlite_backend() {
 }
 
 class completion_counter {
-public:
+  public:
     void done() {
         std::lock_guard lock(mu_);
         ++count_;
@@ -73,14 +75,14 @@ public:
         return cv_.wait_for(lock, wait_limit, [&] { return count_ >= n; });
     }
 
-private:
+  private:
     std::mutex mu_;
     std::condition_variable cv_;
     int count_ = 0;
 };
 
 class StoreContractTest : public ::testing::TestWithParam<store_backend> {
-protected:
+  protected:
     void SetUp() override { open(); }
 
     void open() {
@@ -144,8 +146,9 @@ protected:
     static attempt_record delivered_record(const delivery& d, int attempt, millis at) {
         auto rec = base_record(d, attempt, attempt_outcome::delivered, at);
         rec.attempt.run_id = d.run_id;
-        rec.run = run_record{d.run_id,          d.tenant, "wf_orders", d.subscription_id, d.id,
-                             run_status::running, "",       at,          at};
+        rec.run = run_record{
+            d.run_id, d.tenant, "wf_orders", d.subscription_id, d.id, run_status::running,
+            "",       at,       at};
         rec.run_started_event_id = "evt_start_" + d.id;
         rec.run_started_payload_json = R"({"workflowId":"wf_orders"})";
         return rec;
@@ -336,9 +339,9 @@ TEST_P(StoreContractTest, HeldIntakeIsReleasedInArrivalOrder) {
         EXPECT_EQ(must_intake(r).status, intake_status::held);
     }
     EXPECT_EQ(store_->get_delivery("dlv_0")->status, delivery_status::held);
-    ASSERT_TRUE(store_->change_state({"sub_a", source_kind::webhook, sub_state::paused,
-                                      sub_state::active, state_reason::none},
-                                     "evt_sc", t0 + 200));
+    ASSERT_TRUE(store_->change_state(
+        {"sub_a", source_kind::webhook, sub_state::paused, sub_state::active, state_reason::none},
+        "evt_sc", t0 + 200));
     EXPECT_TRUE(claim(t0 + 1000).empty()); // held rows are never claimed
 
     auto released = store_->release_held("sub_a", t0 + 300);
@@ -551,8 +554,8 @@ TEST_P(StoreContractTest, ChangeStateIsCompareAndSet) {
 
 TEST_P(StoreContractTest, VerificationRefusalLeavesStateAlone) {
     add_subscription("sub_a");
-    ASSERT_TRUE(store_->record_verification_refusal({"sub_a", "wh-msg-1", "evt_ref_1", t0,
-                                                     t0 + 1000}));
+    ASSERT_TRUE(
+        store_->record_verification_refusal({"sub_a", "wh-msg-1", "evt_ref_1", t0, t0 + 1000}));
     EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::active);
     auto letters = store_->list_dead_letters("sub_a", {}, t0);
     ASSERT_TRUE(letters);
@@ -782,8 +785,7 @@ TEST_P(StoreContractTest, ReadOnlyDatabaseAnswersStoreUnavailable) {
     auto out = store_->intake_sync(make_intake("sub_a", "k", "1"));
     ASSERT_FALSE(out);
     EXPECT_EQ(out.error(), errc::store_unavailable);
-    EXPECT_EQ(store_->intake_sync(make_intake("sub_a", "k", "2")).error(),
-              errc::store_unavailable);
+    EXPECT_EQ(store_->intake_sync(make_intake("sub_a", "k", "2")).error(), errc::store_unavailable);
     EXPECT_EQ(store_->ping().error(), errc::store_unavailable);
     EXPECT_EQ(store_->get_subscription("sub_a")->id, "sub_a"); // reads still work
     EXPECT_EQ(store_->get_delivery("dlv_1").error(), errc::not_found);

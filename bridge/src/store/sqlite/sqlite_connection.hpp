@@ -24,7 +24,7 @@ class connection;
 // A borrowed cached statement; reset (and its bindings cleared) when this handle goes away, so no
 // read transaction outlives a call.
 class statement {
-public:
+  public:
     statement(connection& conn, sqlite3_stmt* stmt, int prepare_rc) noexcept
         : conn_(&conn), stmt_(stmt), prepare_rc_(prepare_rc) {}
     statement(const statement&) = delete;
@@ -49,7 +49,7 @@ public:
     std::string text(int col) const;
     bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
 
-private:
+  private:
     connection* conn_;
     sqlite3_stmt* stmt_;
     int prepare_rc_;
@@ -57,7 +57,7 @@ private:
 };
 
 class connection {
-public:
+  public:
     // Opens (creating when `create`) with WAL, synchronous=FULL, foreign keys and the busy timeout.
     static result<std::unique_ptr<connection>> open(const std::string& path, bool create,
                                                     millis busy_timeout_ms, std::string& why);
@@ -67,6 +67,7 @@ public:
 
     // One or more statements without parameters or results.
     result<void> exec(const char* sql);
+    // Cached by the pointer: `sql` must be a string literal (or otherwise outlive the connection).
     statement prepare(const char* sql);
 
     // Number of rows the last INSERT/UPDATE/DELETE changed.
@@ -76,7 +77,7 @@ public:
     std::string last_error() const { return sqlite3_errmsg(db_); }
     sqlite3* handle() noexcept { return db_; }
 
-private:
+  private:
     explicit connection(sqlite3* db) : db_(db) {}
     sqlite3* db_;
     std::unordered_map<const char*, sqlite3_stmt*> cache_; // keyed by the literal's address

@@ -154,7 +154,9 @@ result<int> current_version(connection& conn) {
 
 } // namespace
 
-int latest_schema_version() noexcept { return migrations.back().version; }
+int latest_schema_version() noexcept {
+    return migrations.back().version;
+}
 
 result<void> migrate(connection& conn, std::string& why) {
     auto version = current_version(conn);
@@ -206,8 +208,9 @@ result<void> migrate(connection& conn, std::string& why) {
         if (auto r = conn.exec(m.sql); !r) {
             return fail("migration failed", r.error());
         }
-        auto st = conn.prepare("INSERT INTO schema_migrations (version, applied_at) "
-                               "VALUES (?1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))");
+        auto st =
+            conn.prepare("INSERT INTO schema_migrations (version, applied_at) "
+                         "VALUES (?1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))");
         st.bind(1, m.version);
         if (auto r = st.run(); !r) {
             return fail("cannot record migration", r.error());

@@ -58,7 +58,9 @@ constexpr int max_page_limit = 1000;
 constexpr std::string_view deliveries_cursor = "deliveries";
 constexpr std::string_view dead_letters_cursor = "dead-letters";
 
-int clamp_limit(int limit) { return std::clamp(limit, 1, max_page_limit); }
+int clamp_limit(int limit) {
+    return std::clamp(limit, 1, max_page_limit);
+}
 
 errc to_errc(const boost::system::error_code& ec) {
     if (ec.category() == bridge_category()) {
@@ -67,8 +69,7 @@ errc to_errc(const boost::system::error_code& ec) {
     return errc::internal;
 }
 
-template <class Enum>
-result<Enum> parsed(std::optional<Enum> value) {
+template <class Enum> result<Enum> parsed(std::optional<Enum> value) {
     if (!value) {
         return errc::internal; // a spelling this build does not know: corrupt or newer writer
     }
@@ -252,8 +253,8 @@ result<bool> subscription_exists(connection& c, const std::string& id) {
 // so sequences are gap-free and start at 0.
 result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
                                       std::string_view type, const std::string& payload,
-                                      const std::string& causation_id,
-                                      const std::string& event_id, millis at) {
+                                      const std::string& causation_id, const std::string& event_id,
+                                      millis at) {
     auto st = c.prepare(
         "INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, timestamp, "
         "causation_id) SELECT ?1, COALESCE(MAX(sequence) + 1, 0), ?2, ?3, ?4, ?5, ?6 "
@@ -301,7 +302,7 @@ result<void> apply_state_change(connection& c, const state_change& change,
 }
 
 class sqlite_store final : public store {
-public:
+  public:
     sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<connection> reader,
                  int max_batch)
         : writer_(std::move(writer)), reader_(std::move(reader)),
@@ -401,8 +402,9 @@ public:
 
     result<void> change_state(const state_change& change, const std::string& event_id,
                               millis at) override {
-        return write_transaction(
-            [&]() -> result<void> { return apply_state_change(*writer_, change, event_id, at, {}); });
+        return write_transaction([&]() -> result<void> {
+            return apply_state_change(*writer_, change, event_id, at, {});
+        });
     }
 
     // ---- intake ----
@@ -429,10 +431,9 @@ public:
             a.dedup_key = r.dedup_key;
             a.attempt = 1;
             a.outcome = attempt_outcome::dead_lettered;
-            WB_TRY(insert_subscription_event(*writer_, r.subscription_id,
-                                             codec::event_delivery_attempted,
-                                             codec::attempt_payload_json(a), {},
-                                             r.attempt_event_id, r.at));
+            WB_TRY(insert_subscription_event(
+                *writer_, r.subscription_id, codec::event_delivery_attempted,
+                codec::attempt_payload_json(a), {}, r.attempt_event_id, r.at));
             return insert_dead_letter(r.subscription_id, r.attempt_event_id, a,
                                       dead_letter_reason::verification_failed, std::nullopt, r.at,
                                       r.expires_at, {});
@@ -728,9 +729,8 @@ public:
         });
     }
 
-    result<std::vector<run_event>> run_events_after(const std::string& run_id,
-                                                    std::int64_t after_sequence,
-                                                    int limit) override {
+    result<std::vector<run_event>>
+    run_events_after(const std::string& run_id, std::int64_t after_sequence, int limit) override {
         const int n = limit <= 0 ? max_page_limit : clamp_limit(limit);
         return read_transaction([&]() -> result<std::vector<run_event>> {
             auto exists = reader_->prepare("SELECT 1 FROM runs WHERE id = ?1");
@@ -752,8 +752,8 @@ public:
 
     result<run_event> append_run_event(const std::string& run_id, const std::string& type,
                                        const std::string& payload_json,
-                                       const std::string& causation_id,
-                                       const std::string& event_id, millis at) override {
+                                       const std::string& causation_id, const std::string& event_id,
+                                       millis at) override {
         return write_transaction([&]() -> result<run_event> {
             auto seq =
                 insert_run_event(*writer_, run_id, type, payload_json, causation_id, event_id, at);
@@ -764,8 +764,7 @@ public:
         });
     }
 
-    result<void> set_run_status(const std::string& run_id, run_status status,
-                                millis at) override {
+    result<void> set_run_status(const std::string& run_id, run_status status, millis at) override {
         return write_transaction([&]() -> result<void> {
             auto st =
                 writer_->prepare("UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1");
@@ -801,8 +800,8 @@ public:
         });
     }
 
-    result<std::vector<run_event>> subscription_events(
-        const std::string& subscription_id) override {
+    result<std::vector<run_event>>
+    subscription_events(const std::string& subscription_id) override {
         return read_transaction([&]() -> result<std::vector<run_event>> {
             auto exists = subscription_exists(*reader_, subscription_id);
             if (!exists) {
@@ -856,7 +855,7 @@ public:
         return {commits_.load(), intake_batches_.load(), intake_requests_.load()};
     }
 
-private:
+  private:
     struct queued_intake {
         intake_request req;
         intake_callback done;
@@ -869,8 +868,7 @@ private:
     }
 
     // One committed (fsynced) write transaction around `body`, serialized with every other write.
-    template <class F>
-    auto write_transaction(F&& body) -> decltype(body()) {
+    template <class F> auto write_transaction(F&& body) -> decltype(body()) {
         std::lock_guard lock(write_mu_);
         if (auto r = writer_->exec("BEGIN IMMEDIATE"); !r) {
             rollback_if_open(*writer_);
@@ -890,8 +888,7 @@ private:
     }
 
     // A consistent snapshot for reads that take more than one statement.
-    template <class F>
-    auto read_transaction(F&& body) -> decltype(body()) {
+    template <class F> auto read_transaction(F&& body) -> decltype(body()) {
         std::lock_guard lock(read_mu_);
         if (auto r = reader_->exec("BEGIN"); !r) {
             return r.error();
@@ -935,8 +932,8 @@ private:
     }
 
     result<void> insert_dead_letter(const std::string& subscription_id,
-                                    const std::string& attempt_event_id,
-                                    const delivery_attempt& a, dead_letter_reason reason,
+                                    const std::string& attempt_event_id, const delivery_attempt& a,
+                                    dead_letter_reason reason,
                                     const std::optional<state_change>& change, millis at,
                                     millis expires_at, const std::string& delivery_id) {
         auto st = writer_->prepare(
@@ -965,8 +962,8 @@ private:
         connection& c = *writer_;
         std::string reserved_run_id;
         {
-            auto st = c.prepare(
-                "SELECT status, subscription_id, run_id FROM deliveries WHERE id = ?1");
+            auto st =
+                c.prepare("SELECT status, subscription_id, run_id FROM deliveries WHERE id = ?1");
             st.bind(1, rec.delivery_id);
             auto row = st.step();
             if (!row) {
@@ -1019,9 +1016,8 @@ private:
                                     rec.run_started_payload_json, rec.attempt_event_id,
                                     rec.run_started_event_id, rec.at));
             for (std::size_t i = 0; i < rec.extra_run_events.size(); ++i) {
-                std::string id = i < rec.extra_run_event_ids.size()
-                                     ? rec.extra_run_event_ids[i]
-                                     : std::string{};
+                std::string id =
+                    i < rec.extra_run_event_ids.size() ? rec.extra_run_event_ids[i] : std::string{};
                 if (id.empty()) {
                     id = rec.run_started_event_id + "." + std::to_string(i + 1);
                 }
@@ -1063,7 +1059,10 @@ private:
             auto upd = c.prepare("UPDATE deliveries SET status = 'dead_lettered', "
                                  "attempts = ?2, last_error = ?3, lease_until = 0, "
                                  "updated_at = ?4 WHERE id = ?1");
-            upd.bind(1, rec.delivery_id).bind(2, attempt.attempt).bind(3, rec.error).bind(4, rec.at);
+            upd.bind(1, rec.delivery_id)
+                .bind(2, attempt.attempt)
+                .bind(3, rec.error)
+                .bind(4, rec.at);
             WB_TRY(upd.run());
             WB_TRY(insert_dead_letter(rec.subscription_id, rec.attempt_event_id, attempt,
                                       dead_letter_reason::retries_exhausted,
@@ -1075,7 +1074,9 @@ private:
 
         auto sub = c.prepare("UPDATE subscriptions SET consecutive_failures = ?2, "
                              "next_probe_at = ?3 WHERE id = ?1");
-        sub.bind(1, rec.subscription_id).bind(2, rec.consecutive_failures).bind(3, rec.next_probe_at);
+        sub.bind(1, rec.subscription_id)
+            .bind(2, rec.consecutive_failures)
+            .bind(3, rec.next_probe_at);
         WB_TRY(sub.run());
         if (c.changes() == 0) {
             return errc::not_found;
@@ -1144,8 +1145,8 @@ private:
             .bind(7, req.due_at)
             .bind(8, req.received_at);
         WB_TRY(dlv.run());
-        auto content = c.prepare(
-            "INSERT INTO delivery_contents (delivery_id, content_json) VALUES (?1, ?2)");
+        auto content =
+            c.prepare("INSERT INTO delivery_contents (delivery_id, content_json) VALUES (?1, ?2)");
         content.bind(1, req.delivery_id).bind(2, req.content_json);
         WB_TRY(content.run());
         return intake_outcome{req.hold ? intake_status::held : intake_status::accepted,
@@ -1275,6 +1276,15 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
     if (auto r = sqlite::migrate(**writer, reason); !r) {
         why = {to_errc(r.error()), reason};
         return r.error();
+    }
+    if (opts.max_page_count > 0) {
+        // PRAGMA takes no parameters; the value is a number we format ourselves.
+        std::string pragma = "PRAGMA max_page_count=" + std::to_string(opts.max_page_count);
+        if (sqlite3_exec((*writer)->handle(), pragma.c_str(), nullptr, nullptr, nullptr) !=
+            SQLITE_OK) {
+            why = {errc::store_unavailable, "cannot set max_page_count"};
+            return errc::store_unavailable;
+        }
     }
     auto reader = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms, reason);
     if (!reader) {

@@ -7,13 +7,17 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <string>
 
 namespace wopbridge {
 namespace {
 
 class SqliteStoreTest : public ::testing::Test {
-protected:
+  protected:
     std::string path() const { return dir_.file("bridge.db"); }
 
     std::unique_ptr<sqlite::connection> raw() {
@@ -90,14 +94,89 @@ TEST_F(SqliteStoreTest, ContentIsKeptOutOfTheDeliveryRow) {
     ASSERT_TRUE((*s)->intake_sync(r));
     auto c = raw();
     ASSERT_TRUE(c);
-    auto st = c->prepare("SELECT COUNT(*) FROM deliveries WHERE "
-                         "instr(id || subscription_id || tenant || dedup_key || run_id || status || "
-                         "last_error, 'PAYLOAD-MARKER') > 0");
+    auto st =
+        c->prepare("SELECT COUNT(*) FROM deliveries WHERE "
+                   "instr(id || subscription_id || tenant || dedup_key || run_id || status || "
+                   "last_error, 'PAYLOAD-MARKER') > 0");
     ASSERT_TRUE(st.step().value());
     EXPECT_EQ(st.int64(0), 0);
     auto content = c->prepare("SELECT COUNT(*) FROM delivery_contents WHERE delivery_id = 'dlv_1'");
     ASSERT_TRUE(content.step().value());
     EXPECT_EQ(content.int64(0), 1);
+}
+
+TEST_F(SqliteStoreTest, FullDatabaseAnswersStoreUnavailableAndKeepsNothing) {
+    sqlite_options opts{path()};
+    opts.max_page_count = 1; // raised by SQLite to the current size: no room left to grow
+    auto s = open_sqlite_store(opts);
+    ASSERT_TRUE(s);
+    subscription sub;
+    sub.id = "sub_a";
+    sub.workflow_id = "wf";
+    // A small row still fits in the table's existing page; a 1 MiB content cannot.
+    ASSERT_TRUE((*s)->insert_subscription(sub));
+    intake_request r;
+    r.subscription_id = "sub_a";
+    r.dedup_key = "k";
+    r.delivery_id = "dlv_big";
+    r.run_id = "run_big";
+    r.content_json = std::string(1 << 20, 'x');
+    r.dedup_expires_at = 1000;
+    auto out = (*s)->intake_sync(r);
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.error(), errc::store_unavailable);
+    EXPECT_EQ((*s)->get_delivery("dlv_big").error(), errc::not_found);
+    s->reset();
+
+    // Room again: the key was not taken by the failed intake (its dedup row was rolled back).
+    auto roomy = open_sqlite_store(sqlite_options{path()});
+    ASSERT_TRUE(roomy);
+    r.delivery_id = "dlv_small";
+    r.run_id = "run_small";
+    r.content_json = "{}";
+    auto again = (*roomy)->intake_sync(r);
+    ASSERT_TRUE(again) << again.error().message();
+    EXPECT_EQ(again->status, intake_status::accepted);
+}
+
+TEST_F(SqliteStoreTest, GroupCommitHonoursMaxBatch) {
+    sqlite_options opts{path()};
+    opts.group_commit_max_batch = 16;
+    auto s = open_sqlite_store(opts);
+    ASSERT_TRUE(s);
+    subscription sub;
+    sub.id = "sub_a";
+    sub.workflow_id = "wf";
+    ASSERT_TRUE((*s)->insert_subscription(sub));
+    constexpr int total = 100;
+    std::mutex mu;
+    std::condition_variable cv;
+    int done = 0;
+    std::promise<void> all_queued;
+    auto queued = all_queued.get_future().share();
+    for (int i = 0; i < total; ++i) {
+        intake_request r;
+        r.subscription_id = "sub_a";
+        r.dedup_key = "k" + std::to_string(i);
+        r.delivery_id = "dlv_" + std::to_string(i);
+        r.run_id = "run_" + std::to_string(i);
+        r.dedup_expires_at = 1000;
+        (*s)->intake(std::move(r), [&, i, queued](result<intake_outcome> out) {
+            EXPECT_TRUE(out);
+            if (i == 0) {
+                queued.wait_for(std::chrono::seconds(30)); // hold the writer: the rest queue up
+            }
+            std::lock_guard lock(mu);
+            ++done;
+            cv.notify_all();
+        });
+    }
+    all_queued.set_value();
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done == total; }));
+    auto batches = (*s)->stats().intake_batches;
+    EXPECT_GE(batches, 7u); // ceil(100 / 16)
+    EXPECT_LE(batches, 8u); // plus the first, possibly short, batch
 }
 
 } // namespace

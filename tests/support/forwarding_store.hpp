@@ -1,0 +1,85 @@
+#pragma once
+// A store that forwards every call to another one; tests derive from it to hold back or fail
+// individual calls (e.g. keep intake callbacks pending, make record_attempt fail once).
+#include "store/store.hpp"
+
+#include <memory>
+
+namespace wopbridge::testing {
+
+class forwarding_store : public store {
+public:
+    explicit forwarding_store(std::unique_ptr<store> inner) : inner_(std::move(inner)) {}
+
+    result<void> insert_subscription(const subscription& s) override { return inner_->insert_subscription(s); }
+    result<void> upsert_config_subscription(const subscription& s) override {
+        return inner_->upsert_config_subscription(s);
+    }
+    result<subscription> get_subscription(const std::string& id) override {
+        return inner_->get_subscription(id);
+    }
+    result<std::vector<subscription>> list_subscriptions(const std::string& tenant) override {
+        return inner_->list_subscriptions(tenant);
+    }
+    result<std::vector<subscription>> list_all_subscriptions() override {
+        return inner_->list_all_subscriptions();
+    }
+    result<void> delete_subscription(const std::string& id) override {
+        return inner_->delete_subscription(id);
+    }
+    result<void> change_state(const state_change& c, const std::string& event_id, millis at) override {
+        return inner_->change_state(c, event_id, at);
+    }
+    void intake(intake_request req, intake_callback done) override {
+        inner_->intake(std::move(req), std::move(done));
+    }
+    result<void> record_verification_refusal(const verification_refusal& r) override {
+        return inner_->record_verification_refusal(r);
+    }
+    result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) override {
+        return inner_->claim_due(now, limit, lease_ms);
+    }
+    result<std::string> delivery_content(const std::string& id) override {
+        return inner_->delivery_content(id);
+    }
+    result<void> record_attempt(const attempt_record& rec) override { return inner_->record_attempt(rec); }
+    result<std::optional<millis>> next_due_at() override { return inner_->next_due_at(); }
+    result<page<delivery>> list_deliveries(const std::string& id, const page_request& req) override {
+        return inner_->list_deliveries(id, req);
+    }
+    result<delivery> get_delivery(const std::string& id) override { return inner_->get_delivery(id); }
+    result<int> release_held(const std::string& id, millis now) override {
+        return inner_->release_held(id, now);
+    }
+    result<page<dead_letter>> list_dead_letters(const std::string& id, const page_request& req,
+                                                millis now) override {
+        return inner_->list_dead_letters(id, req, now);
+    }
+    result<run_record> get_run(const std::string& id) override { return inner_->get_run(id); }
+    result<std::vector<run_event>> run_events_after(const std::string& id, std::int64_t after,
+                                                    int limit) override {
+        return inner_->run_events_after(id, after, limit);
+    }
+    result<run_event> append_run_event(const std::string& run_id, const std::string& type,
+                                       const std::string& payload, const std::string& causation,
+                                       const std::string& event_id, millis at) override {
+        return inner_->append_run_event(run_id, type, payload, causation, event_id, at);
+    }
+    result<void> set_run_status(const std::string& id, run_status s, millis at) override {
+        return inner_->set_run_status(id, s, at);
+    }
+    result<std::vector<run_record>> list_runs_with_status(run_status s) override {
+        return inner_->list_runs_with_status(s);
+    }
+    result<std::vector<run_event>> subscription_events(const std::string& id) override {
+        return inner_->subscription_events(id);
+    }
+    result<int> purge_expired(millis now) override { return inner_->purge_expired(now); }
+    result<void> ping() override { return inner_->ping(); }
+    store_stats stats() const override { return inner_->stats(); }
+
+protected:
+    std::unique_ptr<store> inner_;
+};
+
+} // namespace wopbridge::testing
