@@ -117,6 +117,8 @@ result<std::unique_ptr<connection>> connection::open(const std::string& url,
         return errc::store_unavailable;
     }
     std::unique_ptr<connection> conn(new connection(c));
+    // Server NOTICEs (e.g. "already exists, skipping") are not ours to print on stderr.
+    PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
     if (PQstatus(c) != CONNECTION_OK) {
         why = "cannot connect to PostgreSQL: " + conn->last_error();
         return errc::store_unavailable;
