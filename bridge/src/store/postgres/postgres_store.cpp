@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -425,119 +426,62 @@ class postgres_store final : public store {
 
     // ---- deliveries ----
 
+    // Common case, one statement (autocommit): claim due deliveries of active subscriptions and
+    // learn whether a failed subscription is due for a probe. Only then a second transaction
+    // takes the probes. Rows another node is claiming right now are skipped, not waited for; the
+    // quals are re-checked on the latest row version, so a row claimed and committed meanwhile is
+    // never taken twice.
     result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) override {
         if (limit <= 0) {
             return std::vector<delivery>{};
         }
-        auto out = transaction([&](connection& c) -> result<std::vector<delivery>> {
-            struct candidate {
-                std::int64_t seq;
-                millis due_at;
-            };
-            std::vector<candidate> picked;
-            // Rows another node is claiming right now are skipped, not waited for; the quals are
-            // re-checked on the latest row version, so a row claimed and committed meanwhile is
-            // not taken twice.
-            auto active = c.exec(
-                "SELECT d.seq, d.due_at FROM deliveries d "
-                "JOIN subscriptions s ON s.id = d.subscription_id "
-                "WHERE s.state = 'active' AND ((d.status = 'pending' AND d.due_at <= $1) "
-                "OR (d.status = 'in_flight' AND d.lease_until <= $1)) "
-                "ORDER BY d.due_at, d.seq LIMIT $2 FOR UPDATE OF d SKIP LOCKED",
-                {p(now), p(limit)});
-            if (!active) {
-                return active.error();
+        std::vector<claimed> got;
+        bool probe_due = false;
+        auto first = write([&](connection& c) -> result<void> {
+            auto r = c.exec(
+                "WITH c AS (UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
+                "updated_at = $1, lease_token = nextval('lease_tokens') "
+                "WHERE d.seq = ANY(ARRAY(SELECT x.seq FROM deliveries x "
+                "JOIN subscriptions s ON s.id = x.subscription_id "
+                "WHERE s.state = 'active' AND ((x.status = 'pending' AND x.due_at <= $1) "
+                "OR (x.status = 'in_flight' AND x.lease_until <= $1)) "
+                "ORDER BY x.due_at, x.seq LIMIT $3 FOR UPDATE OF x SKIP LOCKED)) "
+                "RETURNING " WB_DLV_COLS ", d.lease_token) "
+                "SELECT c.*, f.probe FROM (SELECT EXISTS (SELECT 1 FROM subscriptions "
+                "WHERE state = 'failed' AND next_probe_at <= $1) AS probe) f "
+                "LEFT JOIN c ON true",
+                {p(now), p(now + lease_ms), p(limit)});
+            if (!r) {
+                return r.error();
             }
-            for (int i = 0; i < active->size(); ++i) {
-                picked.push_back({active->int64(i, 0), active->int64(i, 1)});
-            }
-            // Half-open probes: locking the failed subscription row first makes "no probe in
-            // flight" a question only one node asks at a time; the next statement (a fresh
-            // snapshot) then sees any probe committed by the previous lock holder.
-            auto failed = c.exec("SELECT id FROM subscriptions WHERE state = 'failed' "
-                                 "AND next_probe_at <= $1 ORDER BY id "
-                                 "FOR NO KEY UPDATE SKIP LOCKED",
-                                 {p(now)});
-            if (!failed) {
-                return failed.error();
-            }
-            if (!failed->empty()) {
-                std::vector<std::string> subs;
-                for (int i = 0; i < failed->size(); ++i) {
-                    subs.push_back(failed->text(i, 0));
-                }
-                auto probes = c.exec(
-                    "SELECT DISTINCT ON (d.subscription_id) d.seq, d.due_at FROM deliveries d "
-                    "WHERE d.subscription_id = ANY($2::text[]) "
-                    "AND ((d.status = 'pending' AND d.due_at <= $1) "
-                    "OR (d.status = 'in_flight' AND d.lease_until <= $1)) "
-                    "AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE "
-                    "x.subscription_id = d.subscription_id AND x.status = 'in_flight' "
-                    "AND x.lease_until > $1) "
-                    "ORDER BY d.subscription_id, d.due_at, d.seq",
-                    {p(now), postgres::text_array(subs)});
-                if (!probes) {
-                    return probes.error();
-                }
-                for (int i = 0; i < probes->size(); ++i) {
-                    picked.push_back({probes->int64(i, 0), probes->int64(i, 1)});
-                }
-            }
-            if (picked.empty()) {
-                return std::vector<delivery>{};
-            }
-            std::sort(picked.begin(), picked.end(), [](const candidate& a, const candidate& b) {
-                return std::tie(a.due_at, a.seq) < std::tie(b.due_at, b.seq);
-            });
-            if (picked.size() > static_cast<std::size_t>(limit)) {
-                picked.resize(static_cast<std::size_t>(limit));
-            }
-            std::vector<std::int64_t> seqs;
-            for (const auto& k : picked) {
-                seqs.push_back(k.seq);
-            }
-            auto upd = c.exec("UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
-                              "updated_at = $3, lease_token = nextval('lease_tokens') "
-                              "WHERE d.seq = ANY($1::bigint[]) "
-                              "AND d.status IN ('pending', 'in_flight') "
-                              "RETURNING " WB_DLV_COLS ", d.lease_token",
-                              {postgres::int_array(seqs), p(now + lease_ms), p(now)});
-            if (!upd) {
-                return upd.error();
-            }
-            struct claimed {
-                std::int64_t seq;
-                std::int64_t token;
-                delivery d;
-            };
-            std::vector<claimed> got;
-            for (int i = 0; i < upd->size(); ++i) {
-                auto d = read_delivery(*upd, i);
-                if (!d) {
-                    return d.error();
-                }
-                got.push_back({upd->int64(i, 11), upd->int64(i, 12), std::move(*d)});
-            }
-            std::sort(got.begin(), got.end(), [](const claimed& a, const claimed& b) {
-                return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
-            });
-            std::vector<delivery> list;
-            std::vector<std::pair<std::string, std::int64_t>> tokens;
-            for (auto& g : got) {
-                tokens.emplace_back(g.d.id, g.token);
-                list.push_back(std::move(g.d));
-            }
-            pending_tokens_ = std::move(tokens);
-            return list;
+            return read_claimed(*r, got, &probe_due);
         });
-        if (out) {
-            // Only a committed claim's tokens are ours.
-            std::lock_guard lock(lease_mu_);
-            for (auto& [id, token] : pending_tokens_) {
-                leases_[id] = token;
+        if (!first) {
+            return first.error();
+        }
+        remember_leases(got);
+        if (probe_due && got.size() < static_cast<std::size_t>(limit)) {
+            std::vector<claimed> probes;
+            auto second = transaction([&](connection& c) -> result<void> {
+                return claim_probes(c, now, limit - static_cast<int>(got.size()), lease_ms,
+                                    probes);
+            });
+            // The first claims are committed and ours whatever happens to the probes.
+            if (second) {
+                remember_leases(probes);
+                std::move(probes.begin(), probes.end(), std::back_inserter(got));
+            } else if (got.empty()) {
+                return second.error();
             }
         }
-        pending_tokens_.clear();
+        std::sort(got.begin(), got.end(), [](const claimed& a, const claimed& b) {
+            return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+        });
+        std::vector<delivery> out;
+        out.reserve(got.size());
+        for (auto& g : got) {
+            out.push_back(std::move(g.d));
+        }
         return out;
     }
 
@@ -974,6 +918,76 @@ class postgres_store final : public store {
         return out;
     }
 
+    struct claimed {
+        std::int64_t seq;
+        std::int64_t token;
+        delivery d;
+    };
+
+    // Rows of WB_DLV_COLS + lease_token [+ probe flag]; a row of NULLs carries only the flag.
+    static result<void> read_claimed(const rows& r, std::vector<claimed>& out, bool* probe_due) {
+        for (int i = 0; i < r.size(); ++i) {
+            if (probe_due != nullptr && r.text(i, 13) == "t") {
+                *probe_due = true;
+            }
+            if (r.is_null(i, 0)) {
+                continue;
+            }
+            auto d = read_delivery(r, i);
+            if (!d) {
+                return d.error();
+            }
+            out.push_back({r.int64(i, 11), r.int64(i, 12), std::move(*d)});
+        }
+        return {};
+    }
+
+    void remember_leases(const std::vector<claimed>& got) {
+        std::lock_guard lock(lease_mu_);
+        for (const auto& g : got) {
+            leases_[g.d.id] = g.token;
+        }
+    }
+
+    // Half-open probes, inside a transaction: locking the failed subscription rows first makes
+    // "no probe in flight" a question only one node asks at a time per subscription; the next
+    // statement (a fresh snapshot) then sees any probe the previous lock holder committed.
+    static result<void> claim_probes(connection& c, millis now, int limit, millis lease_ms,
+                                     std::vector<claimed>& out) {
+        auto failed = c.exec("SELECT id FROM subscriptions WHERE state = 'failed' "
+                             "AND next_probe_at <= $1 ORDER BY id "
+                             "FOR NO KEY UPDATE SKIP LOCKED",
+                             {p(now)});
+        if (!failed) {
+            return failed.error();
+        }
+        if (failed->empty()) {
+            return {};
+        }
+        std::vector<std::string> subs;
+        for (int i = 0; i < failed->size(); ++i) {
+            subs.push_back(failed->text(i, 0));
+        }
+        auto r = c.exec(
+            "WITH pick AS (SELECT DISTINCT ON (d.subscription_id) d.seq, d.due_at "
+            "FROM deliveries d WHERE d.subscription_id = ANY($2::text[]) "
+            "AND ((d.status = 'pending' AND d.due_at <= $1) "
+            "OR (d.status = 'in_flight' AND d.lease_until <= $1)) "
+            "AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE "
+            "x.subscription_id = d.subscription_id AND x.status = 'in_flight' "
+            "AND x.lease_until > $1) ORDER BY d.subscription_id, d.due_at, d.seq), "
+            "top AS (SELECT seq FROM pick ORDER BY due_at, seq LIMIT $4) "
+            "UPDATE deliveries d SET status = 'in_flight', lease_until = $3, updated_at = $1, "
+            "lease_token = nextval('lease_tokens') FROM top WHERE d.seq = top.seq "
+            "AND d.status IN ('pending', 'in_flight') "
+            "RETURNING " WB_DLV_COLS ", d.lease_token",
+            {p(now), postgres::text_array(subs), p(now + lease_ms), p(limit)});
+        if (!r) {
+            return r.error();
+        }
+        return read_claimed(*r, out, nullptr);
+    }
+
     result<void> record_attempt_locked(connection& c, const attempt_record& rec,
                                        std::optional<std::int64_t> token) {
         // The row lock orders this settlement against claims and settlements of other nodes.
@@ -1302,7 +1316,6 @@ class postgres_store final : public store {
     // Lease tokens of this node's committed claims, by delivery id.
     std::mutex lease_mu_;
     std::unordered_map<std::string, std::int64_t> leases_;
-    static thread_local std::vector<std::pair<std::string, std::int64_t>> pending_tokens_;
 
     std::mutex queue_mu_;
     std::condition_variable queue_cv_;
@@ -1317,8 +1330,6 @@ class postgres_store final : public store {
 
     std::thread thread_; // last: started once everything above exists
 };
-
-thread_local std::vector<std::pair<std::string, std::int64_t>> postgres_store::pending_tokens_;
 
 } // namespace
 
