@@ -178,9 +178,10 @@ std::string postgres_server::url(const std::string& database) const {
 }
 
 bool postgres_server::start() {
-    const std::string options = "-p " + std::to_string(port_) +
-                                " -c listen_addresses=127.0.0.1 -c unix_socket_directories=" +
-                                dir_.string() + " -c max_connections=400";
+    const std::string options =
+        "-p " + std::to_string(port_) +
+        " -c listen_addresses=127.0.0.1 -c unix_socket_directories=" + dir_.string() +
+        " -c max_connections=400";
     // pg_ctl -w polls until the server accepts connections, bounded by -t.
     if (run(server_command("pg_ctl") + " -D " + quoted((dir_ / "data").string()) + " -l " +
             quoted((dir_ / "server.log").string()) + " -w -t 60 -o " + quoted(options) +
@@ -218,8 +219,8 @@ std::string postgres_server::create_database() {
 bool postgres_server::sql(const std::string& database, const std::string& statement,
                           std::string* output) {
     std::string out;
-    int rc = run(client_command("psql") + " -X -q -A -t -v ON_ERROR_STOP=1 -d " +
-                     quoted(database) + " -c " + quoted(statement),
+    int rc = run(client_command("psql") + " -X -q -A -t -v ON_ERROR_STOP=1 -d " + quoted(database) +
+                     " -c " + quoted(statement),
                  &out);
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) {
         out.pop_back();

@@ -31,8 +31,8 @@ class postgres_server {
     bool sql(const std::string& database, const std::string& statement,
              std::string* output = nullptr);
 
-    bool stop();    // fast shutdown, waits until it is down
-    bool start();   // same data, same port; waits (bounded) until it accepts connections
+    bool stop();  // fast shutdown, waits until it is down
+    bool start(); // same data, same port; waits (bounded) until it accepts connections
 
   private:
     postgres_server() = default;

@@ -191,7 +191,7 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts);
 // The same, with a human-readable reason (no secrets) in `why` on failure.
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why);
 
-// ---- PostgreSQL (several bridge nodes sharing one database) ---------------------------------------
+// ---- PostgreSQL (several bridge nodes sharing one database) ------------------------------------
 
 struct postgres_options {
     // libpq connection URI or key=value string ("postgresql://user@host:5432/db"). Holds a

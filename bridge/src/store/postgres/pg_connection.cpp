@@ -98,15 +98,16 @@ bool rows::is_null(int row, int col) const noexcept {
 }
 
 std::string rows::text(int row, int col) const {
-    return std::string(PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col)));
+    return std::string(PQgetvalue(r_, row, col),
+                       static_cast<std::size_t>(PQgetlength(r_, row, col)));
 }
 
 std::int64_t rows::int64(int row, int col) const noexcept {
     return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
 }
 
-result<std::unique_ptr<connection>> connection::open(const std::string& url,
-                                                      int connect_timeout_s, std::string& why) {
+result<std::unique_ptr<connection>> connection::open(const std::string& url, int connect_timeout_s,
+                                                     std::string& why) {
     // connect_timeout comes first so that a value in the URL wins; the URL expands in place.
     const std::string timeout = std::to_string(connect_timeout_s > 0 ? connect_timeout_s : 5);
     const char* keys[] = {"connect_timeout", "dbname", "application_name", nullptr};
@@ -118,7 +119,8 @@ result<std::unique_ptr<connection>> connection::open(const std::string& url,
     }
     std::unique_ptr<connection> conn(new connection(c));
     // Server NOTICEs (e.g. "already exists, skipping") are not ours to print on stderr.
-    PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        c, [](void*, const char*) {}, nullptr);
     if (PQstatus(c) != CONNECTION_OK) {
         why = "cannot connect to PostgreSQL: " + conn->last_error();
         return errc::store_unavailable;
@@ -149,10 +151,9 @@ result<rows> connection::exec(const char* sql, const std::vector<param>& params)
     }
     ++round_trips_;
     sqlstate_.clear();
-    PGresult* r = params.empty()
-                      ? PQexec(conn_, sql)
-                      : PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr,
-                                     values.data(), nullptr, nullptr, 0);
+    PGresult* r = params.empty() ? PQexec(conn_, sql)
+                                 : PQexecParams(conn_, sql, static_cast<int>(values.size()),
+                                                nullptr, values.data(), nullptr, nullptr, 0);
     rows out(r);
     const auto status = r == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(r);
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {

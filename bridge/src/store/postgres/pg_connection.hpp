@@ -71,7 +71,7 @@ class connection {
   public:
     // `why` gets a reason without the URL (it may hold a password).
     static result<std::unique_ptr<connection>> open(const std::string& url, int connect_timeout_s,
-                                                     std::string& why);
+                                                    std::string& why);
     ~connection();
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
@@ -83,11 +83,11 @@ class connection {
     // A statement whose result is not needed (BEGIN, COMMIT, ...).
     result<void> run(const char* sql, const std::vector<param>& params = {});
 
-    bool healthy() const noexcept;         // the socket is believed to be usable
-    bool in_transaction() const noexcept;  // inside BEGIN (also when failed)
+    bool healthy() const noexcept;        // the socket is believed to be usable
+    bool in_transaction() const noexcept; // inside BEGIN (also when failed)
     // Reconnects when the connection is broken (or `force`); store_unavailable when that fails.
     result<void> ensure(bool force);
-    std::string last_error() const;        // server message (no URL, no parameters)
+    std::string last_error() const; // server message (no URL, no parameters)
     std::string last_sqlstate() const { return sqlstate_; }
     std::uint64_t round_trips() const noexcept { return round_trips_; }
 

@@ -58,7 +58,7 @@ CREATE TABLE dedup (
 );
 CREATE INDEX dedup_by_expiry ON dedup (expires_at);
 
--- Lease tokens: every claim gets a fresh one, so a claimer whose lease was taken over cannot settle.
+-- Lease tokens: every claim gets a fresh one; a claimer whose lease was taken over cannot settle.
 CREATE SEQUENCE lease_tokens;
 
 CREATE TABLE deliveries (

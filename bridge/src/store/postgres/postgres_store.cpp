@@ -243,16 +243,15 @@ result<bool> subscription_exists(connection& c, const std::string& id) {
 result<void> apply_state_change(connection& c, const state_change& change,
                                 const std::string& event_id, millis at,
                                 const std::string& causation_id) {
-    auto r = c.exec(
-        "WITH u AS (UPDATE subscriptions SET state = $1, updated_at = $2, "
-        "next_event_seq = next_event_seq + 1 WHERE id = $3 AND state = $4 "
-        "RETURNING next_event_seq - 1 AS seq) "
-        "INSERT INTO subscription_events (subscription_id, sequence, event_id, type, "
-        "payload_json, timestamp, causation_id) "
-        "SELECT $3, seq, $5, $6, $7, $2, $8 FROM u RETURNING sequence",
-        {p(codec::name_of(change.to)), p(at), p(change.subscription_id),
-         p(codec::name_of(change.from)), p(event_id), p(codec::event_state_changed),
-         p(codec::state_change_payload_json(change)), p_or_null(causation_id)});
+    auto r = c.exec("WITH u AS (UPDATE subscriptions SET state = $1, updated_at = $2, "
+                    "next_event_seq = next_event_seq + 1 WHERE id = $3 AND state = $4 "
+                    "RETURNING next_event_seq - 1 AS seq) "
+                    "INSERT INTO subscription_events (subscription_id, sequence, event_id, type, "
+                    "payload_json, timestamp, causation_id) "
+                    "SELECT $3, seq, $5, $6, $7, $2, $8 FROM u RETURNING sequence",
+                    {p(codec::name_of(change.to)), p(at), p(change.subscription_id),
+                     p(codec::name_of(change.from)), p(event_id), p(codec::event_state_changed),
+                     p(codec::state_change_payload_json(change)), p_or_null(causation_id)});
     if (!r) {
         return r.error();
     }
@@ -300,27 +299,26 @@ class postgres_store final : public store {
 
     result<void> upsert_config_subscription(const subscription& s) override {
         return write([&](connection& c) -> result<void> {
-            return c.run(
-                "INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
-                "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "
-                "source = excluded.source, workflow_id = excluded.workflow_id, "
-                "dedup_enabled = excluded.dedup_enabled, "
-                "retry_max_attempts = excluded.retry_max_attempts, "
-                "retry_backoff = excluded.retry_backoff, "
-                "retry_base_delay_ms = excluded.retry_base_delay_ms, "
-                "retry_max_delay_ms = excluded.retry_max_delay_ms, "
-                "retry_jitter = excluded.retry_jitter, "
-                "breaker_failure_threshold = excluded.breaker_failure_threshold, "
-                "breaker_probe_interval_ms = excluded.breaker_probe_interval_ms, "
-                "verification = excluded.verification, webhook_id = excluded.webhook_id, "
-                "secret_fingerprint = excluded.secret_fingerprint, "
-                "sealed_secret = excluded.sealed_secret, "
-                "schedule_cron = excluded.schedule_cron, "
-                "schedule_time_zone = excluded.schedule_time_zone, "
-                "connector = excluded.connector, "
-                "connector_settings_json = excluded.connector_settings_json, "
-                "origin = excluded.origin, updated_at = excluded.updated_at",
-                subscription_params(s));
+            return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
+                         "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "
+                         "source = excluded.source, workflow_id = excluded.workflow_id, "
+                         "dedup_enabled = excluded.dedup_enabled, "
+                         "retry_max_attempts = excluded.retry_max_attempts, "
+                         "retry_backoff = excluded.retry_backoff, "
+                         "retry_base_delay_ms = excluded.retry_base_delay_ms, "
+                         "retry_max_delay_ms = excluded.retry_max_delay_ms, "
+                         "retry_jitter = excluded.retry_jitter, "
+                         "breaker_failure_threshold = excluded.breaker_failure_threshold, "
+                         "breaker_probe_interval_ms = excluded.breaker_probe_interval_ms, "
+                         "verification = excluded.verification, webhook_id = excluded.webhook_id, "
+                         "secret_fingerprint = excluded.secret_fingerprint, "
+                         "sealed_secret = excluded.sealed_secret, "
+                         "schedule_cron = excluded.schedule_cron, "
+                         "schedule_time_zone = excluded.schedule_time_zone, "
+                         "connector = excluded.connector, "
+                         "connector_settings_json = excluded.connector_settings_json, "
+                         "origin = excluded.origin, updated_at = excluded.updated_at",
+                         subscription_params(s));
         });
     }
 
@@ -339,9 +337,9 @@ class postgres_store final : public store {
 
     result<std::vector<subscription>> list_subscriptions(const std::string& tenant) override {
         return read([&](connection& c) -> result<std::vector<subscription>> {
-            auto r = c.exec("SELECT " WB_SUB_COLS
-                            " FROM subscriptions WHERE tenant = $1 ORDER BY id",
-                            {p(tenant)});
+            auto r =
+                c.exec("SELECT " WB_SUB_COLS " FROM subscriptions WHERE tenant = $1 ORDER BY id",
+                       {p(tenant)});
             if (!r) {
                 return r.error();
             }
@@ -438,19 +436,19 @@ class postgres_store final : public store {
         std::vector<claimed> got;
         bool probe_due = false;
         auto first = write([&](connection& c) -> result<void> {
-            auto r = c.exec(
-                "WITH c AS (UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
-                "updated_at = $1, lease_token = nextval('lease_tokens') "
-                "WHERE d.seq = ANY(ARRAY(SELECT x.seq FROM deliveries x "
-                "JOIN subscriptions s ON s.id = x.subscription_id "
-                "WHERE s.state = 'active' AND ((x.status = 'pending' AND x.due_at <= $1) "
-                "OR (x.status = 'in_flight' AND x.lease_until <= $1)) "
-                "ORDER BY x.due_at, x.seq LIMIT $3 FOR UPDATE OF x SKIP LOCKED)) "
-                "RETURNING " WB_DLV_COLS ", d.lease_token) "
-                "SELECT c.*, f.probe FROM (SELECT EXISTS (SELECT 1 FROM subscriptions "
-                "WHERE state = 'failed' AND next_probe_at <= $1) AS probe) f "
-                "LEFT JOIN c ON true",
-                {p(now), p(now + lease_ms), p(limit)});
+            auto r =
+                c.exec("WITH c AS (UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
+                       "updated_at = $1, lease_token = nextval('lease_tokens') "
+                       "WHERE d.seq = ANY(ARRAY(SELECT x.seq FROM deliveries x "
+                       "JOIN subscriptions s ON s.id = x.subscription_id "
+                       "WHERE s.state = 'active' AND ((x.status = 'pending' AND x.due_at <= $1) "
+                       "OR (x.status = 'in_flight' AND x.lease_until <= $1)) "
+                       "ORDER BY x.due_at, x.seq LIMIT $3 FOR UPDATE OF x SKIP LOCKED)) "
+                       "RETURNING " WB_DLV_COLS ", d.lease_token) "
+                       "SELECT c.*, f.probe FROM (SELECT EXISTS (SELECT 1 FROM subscriptions "
+                       "WHERE state = 'failed' AND next_probe_at <= $1) AS probe) f "
+                       "LEFT JOIN c ON true",
+                       {p(now), p(now + lease_ms), p(limit)});
             if (!r) {
                 return r.error();
             }
@@ -463,8 +461,7 @@ class postgres_store final : public store {
         if (probe_due && got.size() < static_cast<std::size_t>(limit)) {
             std::vector<claimed> probes;
             auto second = transaction([&](connection& c) -> result<void> {
-                return claim_probes(c, now, limit - static_cast<int>(got.size()), lease_ms,
-                                    probes);
+                return claim_probes(c, now, limit - static_cast<int>(got.size()), lease_ms, probes);
             });
             // The first claims are committed and ours whatever happens to the probes.
             if (second) {
@@ -510,9 +507,8 @@ class postgres_store final : public store {
                 token = it->second;
             }
         }
-        auto out = transaction([&](connection& c) -> result<void> {
-            return record_attempt_locked(c, rec, token);
-        });
+        auto out = transaction(
+            [&](connection& c) -> result<void> { return record_attempt_locked(c, rec, token); });
         if (out || out.error() == errc::conflict || out.error() == errc::not_found) {
             std::lock_guard lock(lease_mu_);
             leases_.erase(rec.delivery_id);
@@ -708,21 +704,21 @@ class postgres_store final : public store {
         return write([&](connection& c) -> result<run_event> {
             // The counter bump locks the run row until commit: appends from every node serialize
             // per run, and a failed insert rolls the counter back with it (no gaps).
-            auto r = c.exec("WITH r AS (UPDATE runs SET next_event_seq = next_event_seq + 1 "
-                            "WHERE id = $1 RETURNING next_event_seq - 1 AS seq) "
-                            "INSERT INTO run_events (run_id, sequence, event_id, type, "
-                            "payload_json, timestamp, causation_id) "
-                            "SELECT $1, seq, $2, $3, $4, $5, $6 FROM r RETURNING sequence",
-                            {p(run_id), p(event_id), p(type), p(payload_json), p(at),
-                             p_or_null(causation_id)});
+            auto r = c.exec(
+                "WITH r AS (UPDATE runs SET next_event_seq = next_event_seq + 1 "
+                "WHERE id = $1 RETURNING next_event_seq - 1 AS seq) "
+                "INSERT INTO run_events (run_id, sequence, event_id, type, "
+                "payload_json, timestamp, causation_id) "
+                "SELECT $1, seq, $2, $3, $4, $5, $6 FROM r RETURNING sequence",
+                {p(run_id), p(event_id), p(type), p(payload_json), p(at), p_or_null(causation_id)});
             if (!r) {
                 return r.error();
             }
             if (r->empty()) {
                 return errc::not_found;
             }
-            return run_event{event_id, run_id, type, payload_json, at, r->int64(0, 0),
-                             causation_id};
+            return run_event{event_id, run_id,         type,        payload_json,
+                             at,       r->int64(0, 0), causation_id};
         });
     }
 
@@ -742,9 +738,9 @@ class postgres_store final : public store {
 
     result<std::vector<run_record>> list_runs_with_status(run_status status) override {
         return read([&](connection& c) -> result<std::vector<run_record>> {
-            auto r = c.exec("SELECT " WB_RUN_COLS
-                            " FROM runs WHERE status = $1 ORDER BY created_at, id",
-                            {p(codec::name_of(status))});
+            auto r =
+                c.exec("SELECT " WB_RUN_COLS " FROM runs WHERE status = $1 ORDER BY created_at, id",
+                       {p(codec::name_of(status))});
             if (!r) {
                 return r.error();
             }
@@ -880,8 +876,7 @@ class postgres_store final : public store {
     }
 
     // A multi-statement write transaction.
-    template <class F>
-    auto transaction(F&& body) -> decltype(body(std::declval<connection&>())) {
+    template <class F> auto transaction(F&& body) -> decltype(body(std::declval<connection&>())) {
         return with_connection([&](connection& c) -> decltype(body(c)) {
             if (auto r = c.run("BEGIN"); !r) {
                 return r.error();
@@ -1061,13 +1056,26 @@ class postgres_store final : public store {
                 "s AS (UPDATE subscriptions SET consecutive_failures = $19, next_probe_at = $20 "
                 "WHERE id = $4 RETURNING 1) "
                 "SELECT COUNT(*) FROM s",
-                {p(run.id), p(run.tenant), p(run.workflow_id), p(rec.subscription_id),
-                 p(run.delivery_id), p(codec::name_of(run.status)), p(run.upstream_run_id),
-                 p(run.created_at), p(run.updated_at), p(static_cast<std::int64_t>(ids.size())),
-                 p(rec.at), postgres::text_array(ids), postgres::text_array(types),
-                 postgres::text_array(payloads), postgres::text_array(causes), p(attempt.attempt),
-                 p(rec.delivery_id), p(run.id != reserved_run_id ? "true" : "false"),
-                 p(rec.consecutive_failures), p(rec.next_probe_at)});
+                {p(run.id),
+                 p(run.tenant),
+                 p(run.workflow_id),
+                 p(rec.subscription_id),
+                 p(run.delivery_id),
+                 p(codec::name_of(run.status)),
+                 p(run.upstream_run_id),
+                 p(run.created_at),
+                 p(run.updated_at),
+                 p(static_cast<std::int64_t>(ids.size())),
+                 p(rec.at),
+                 postgres::text_array(ids),
+                 postgres::text_array(types),
+                 postgres::text_array(payloads),
+                 postgres::text_array(causes),
+                 p(attempt.attempt),
+                 p(rec.delivery_id),
+                 p(run.id != reserved_run_id ? "true" : "false"),
+                 p(rec.consecutive_failures),
+                 p(rec.next_probe_at)});
             if (!r) {
                 return r.error();
             }
@@ -1094,13 +1102,21 @@ class postgres_store final : public store {
                 "SELECT $1, $4, $14, $11, $15, $16, $17, $18, $19, $7, $20, $13 FROM s "
                 "WHERE $9) "
                 "SELECT COUNT(*) FROM s",
-                {p(rec.subscription_id), p(rec.consecutive_failures), p(rec.next_probe_at),
-                 p(rec.attempt_event_id), p(codec::event_delivery_attempted), p(payload),
+                {p(rec.subscription_id),
+                 p(rec.consecutive_failures),
+                 p(rec.next_probe_at),
+                 p(rec.attempt_event_id),
+                 p(codec::event_delivery_attempted),
+                 p(payload),
                  p(rec.at),
                  p(codec::name_of(dead ? delivery_status::dead_lettered
                                        : delivery_status::pending)),
-                 p(dead ? "true" : "false"), p(rec.next_due_at), p(attempt.attempt), p(rec.error),
-                 p(rec.delivery_id), p(attempt.dedup_key),
+                 p(dead ? "true" : "false"),
+                 p(rec.next_due_at),
+                 p(attempt.attempt),
+                 p(rec.error),
+                 p(rec.delivery_id),
+                 p(attempt.dedup_key),
                  p(codec::name_of(dead_letter_reason::retries_exhausted)),
                  change ? p(codec::name_of(change->source)) : param{},
                  change ? p(codec::name_of(change->from)) : param{},
@@ -1155,8 +1171,8 @@ class postgres_store final : public store {
             "INSERT INTO delivery_contents (delivery_id, content_json) "
             "SELECT id, $10 FROM ins RETURNING 1",
             {p(req.subscription_id), p(req.dedup_key), p(req.delivery_id), p(req.run_id),
-             p(req.dedup_expires_at), p(req.received_at), p(req.tenant),
-             p(codec::name_of(status)), p(req.due_at), p(req.content_json)});
+             p(req.dedup_expires_at), p(req.received_at), p(req.tenant), p(codec::name_of(status)),
+             p(req.due_at), p(req.content_json)});
         if (!r) {
             return r.error();
         }
@@ -1345,8 +1361,8 @@ result<std::unique_ptr<store>> open_postgres_store(const postgres_options& opts,
         return writer.error();
     }
     if (auto r = postgres::migrate(**writer, reason); !r) {
-        const errc code = r.error() == errc::unsupported ? errc::unsupported
-                                                         : errc::store_unavailable;
+        const errc code =
+            r.error() == errc::unsupported ? errc::unsupported : errc::store_unavailable;
         why = {code, reason};
         return code;
     }

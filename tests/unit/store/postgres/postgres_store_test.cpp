@@ -80,12 +80,12 @@ class PostgresStoreTest : public ::testing::Test {
         rec.subscription_id = d.subscription_id;
         rec.at = at;
         rec.attempt = {d.subscription_id, d.dedup_key, attempt, outcome, {}};
-        rec.attempt_event_id = "evt_att_" + d.id + "_" + std::to_string(attempt) + "_" +
-                               std::to_string(at);
+        rec.attempt_event_id =
+            "evt_att_" + d.id + "_" + std::to_string(attempt) + "_" + std::to_string(at);
         if (outcome == attempt_outcome::delivered) {
             rec.attempt.run_id = d.run_id;
-            rec.run = run_record{d.run_id, d.tenant, "wf", d.subscription_id, d.id,
-                                 run_status::running, "", at, at};
+            rec.run = run_record{
+                d.run_id, d.tenant, "wf", d.subscription_id, d.id, run_status::running, "", at, at};
             rec.run_started_event_id = "evt_start_" + d.id;
             rec.run_started_payload_json = "{}";
         } else if (outcome == attempt_outcome::retrying) {
@@ -195,9 +195,9 @@ TEST_F(PostgresStoreTest, LostLeaseMovesToOtherNodeAndLateRecordIsRefused) {
     EXPECT_EQ((*on_b)[0].id, "dlv_1");
 
     // A comes back and reports the attempt it made: refused, B owns the delivery now.
-    EXPECT_EQ(a_->record_attempt(record((*on_a)[0], 1, attempt_outcome::delivered, t0 + 1500))
-                  .error(),
-              errc::conflict);
+    EXPECT_EQ(
+        a_->record_attempt(record((*on_a)[0], 1, attempt_outcome::delivered, t0 + 1500)).error(),
+        errc::conflict);
     EXPECT_EQ(a_->get_run("run_1").error(), errc::not_found);
     ASSERT_TRUE(b_->record_attempt(record((*on_b)[0], 1, attempt_outcome::retrying, t0 + 1600)));
     auto d = a_->get_delivery("dlv_1");
@@ -253,8 +253,8 @@ TEST_F(PostgresStoreTest, StateChangeOnOneNodeIsVisibleOnTheOtherAtOnce) {
     EXPECT_EQ(b_->get_subscription("sub_a")->state, sub_state::paused);
     EXPECT_TRUE(b_->claim_due(t0 + 10, 10, 1000)->empty()); // B delivers nothing for it
     // B's view is the same row: a compare-and-set from the stale state conflicts.
-    EXPECT_EQ(b_->change_state({"sub_a", source_kind::webhook, sub_state::active,
-                                sub_state::failed, state_reason::retry_exhausted},
+    EXPECT_EQ(b_->change_state({"sub_a", source_kind::webhook, sub_state::active, sub_state::failed,
+                                state_reason::retry_exhausted},
                                "evt_sc_2", t0 + 2)
                   .error(),
               errc::conflict);
@@ -301,8 +301,8 @@ TEST_F(PostgresStoreTest, ServerRestartAnswersUnavailableThenRecovers) {
     EXPECT_EQ(a_->intake_sync(make_intake("sub_a", "k1", "1")).error(), errc::store_unavailable);
     EXPECT_EQ(a_->ping().error(), errc::store_unavailable);
     EXPECT_EQ(a_->claim_due(t0, 10, 1000).error(), errc::store_unavailable);
-    EXPECT_EQ(b_->change_state({"sub_a", source_kind::webhook, sub_state::active,
-                                sub_state::paused, state_reason::operator_paused},
+    EXPECT_EQ(b_->change_state({"sub_a", source_kind::webhook, sub_state::active, sub_state::paused,
+                                state_reason::operator_paused},
                                "evt_sc", t0)
                   .error(),
               errc::store_unavailable);
