@@ -457,7 +457,7 @@ class postgres_store final : public store {
         if (!first) {
             return first.error();
         }
-        remember_leases(got);
+        remember_leases(got, now, now + lease_ms);
         if (probe_due && got.size() < static_cast<std::size_t>(limit)) {
             std::vector<claimed> probes;
             auto second = transaction([&](connection& c) -> result<void> {
@@ -465,7 +465,7 @@ class postgres_store final : public store {
             });
             // The first claims are committed and ours whatever happens to the probes.
             if (second) {
-                remember_leases(probes);
+                remember_leases(probes, now, now + lease_ms);
                 std::move(probes.begin(), probes.end(), std::back_inserter(got));
             } else if (got.empty()) {
                 return second.error();
@@ -504,7 +504,7 @@ class postgres_store final : public store {
         {
             std::lock_guard lock(lease_mu_);
             if (auto it = leases_.find(rec.delivery_id); it != leases_.end()) {
-                token = it->second;
+                token = it->second.token;
             }
         }
         auto out = transaction(
@@ -937,10 +937,16 @@ class postgres_store final : public store {
         return {};
     }
 
-    void remember_leases(const std::vector<claimed>& got) {
+    // Claims this node never settles (its engine dropped them) would pile up: past a bound, entries
+    // whose lease has run out are dropped. Such a delivery then settles under the backend-neutral
+    // rule only (never twice), which is what a restarted node gets too.
+    void remember_leases(const std::vector<claimed>& got, millis now, millis lease_until) {
         std::lock_guard lock(lease_mu_);
+        if (leases_.size() > max_remembered_leases) {
+            std::erase_if(leases_, [&](const auto& e) { return e.second.until < now; });
+        }
         for (const auto& g : got) {
-            leases_[g.d.id] = g.token;
+            leases_[g.d.id] = lease{g.token, lease_until};
         }
     }
 
@@ -1331,7 +1337,12 @@ class postgres_store final : public store {
 
     // Lease tokens of this node's committed claims, by delivery id.
     std::mutex lease_mu_;
-    std::unordered_map<std::string, std::int64_t> leases_;
+    struct lease {
+        std::int64_t token;
+        millis until;
+    };
+    static constexpr std::size_t max_remembered_leases = 100000;
+    std::unordered_map<std::string, lease> leases_;
 
     std::mutex queue_mu_;
     std::condition_variable queue_cv_;
