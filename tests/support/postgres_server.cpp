@@ -53,7 +53,7 @@ std::string quoted(const std::string& s) {
 
 fs::path find_bin_dir() {
     if (const char* env = std::getenv("WOPBRIDGE_PG_BINDIR"); env != nullptr && *env != '\0') {
-        return env;
+        return fs::exists(fs::path(env) / "initdb") ? fs::path(env) : fs::path{};
     }
     for (int v = 18; v >= 12; --v) {
         fs::path dir = fs::path("/usr/lib/postgresql") / std::to_string(v) / "bin";
