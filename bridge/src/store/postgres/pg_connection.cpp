@@ -61,6 +61,10 @@ errc map_sqlstate(std::string_view s) noexcept {
         s == "55P03" || cls == "XX") {
         return errc::store_unavailable;
     }
+    // 22: data exceptions, e.g. a byte sequence that is not UTF-8 in a TEXT parameter.
+    if (cls == "22") {
+        return errc::invalid_argument;
+    }
     return errc::internal;
 }
 

@@ -78,7 +78,8 @@ class connection {
 
     // One statement with parameters ($1..$n), one round trip. SQL errors map onto errc:
     // unique violation -> already_exists, foreign key -> not_found, connection/read-only/
-    // resource/serialization failures -> store_unavailable, anything else -> internal.
+    // resource/serialization failures -> store_unavailable, data exceptions (not UTF-8, ...) ->
+    // invalid_argument, anything else -> internal. Parameters are C strings (no NUL bytes).
     result<rows> exec(const char* sql, const std::vector<param>& params = {});
     // A statement whose result is not needed (BEGIN, COMMIT, ...).
     result<void> run(const char* sql, const std::vector<param>& params = {});

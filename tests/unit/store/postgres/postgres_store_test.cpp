@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -351,6 +352,33 @@ TEST_F(PostgresStoreTest, MigrationsRunOnceWhenNodesStartTogether) {
     EXPECT_EQ(out, "1|1");
     ASSERT_TRUE(opened[0]->insert_subscription(make_subscription("sub_a")));
     EXPECT_EQ(opened[3]->get_subscription("sub_a")->id, "sub_a");
+}
+
+TEST_F(PostgresStoreTest, TextThatIsNotUtf8FailsAloneAsInvalidArgument) {
+    ASSERT_TRUE(a_->insert_subscription(make_subscription("sub_a")));
+    std::promise<void> all_queued;
+    auto queued = all_queued.get_future().share();
+    std::vector<result<intake_outcome>> out(3, errc::internal);
+    std::latch done(3);
+    a_->intake(make_intake("sub_a", "gate", "gate"), [&, queued](result<intake_outcome> r) {
+        queued.wait();
+        out[0] = std::move(r);
+        done.count_down();
+    });
+    a_->intake(make_intake("sub_a", "bad\xff\xfekey", "bad"), [&](result<intake_outcome> r) {
+        out[1] = std::move(r);
+        done.count_down();
+    });
+    a_->intake(make_intake("sub_a", "good", "good"), [&](result<intake_outcome> r) {
+        out[2] = std::move(r);
+        done.count_down();
+    });
+    all_queued.set_value();
+    done.wait();
+    EXPECT_TRUE(out[0]);
+    EXPECT_EQ(out[1].error(), errc::invalid_argument);
+    ASSERT_TRUE(out[2]);
+    EXPECT_EQ(out[2]->status, intake_status::accepted);
 }
 
 TEST_F(PostgresStoreTest, NewerSchemaIsRefusedAsUnsupported) {
