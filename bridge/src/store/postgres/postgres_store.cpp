@@ -63,7 +63,8 @@ namespace codec = store_codec;
 constexpr int max_page_limit = 1000;
 constexpr std::string_view deliveries_cursor = "deliveries";
 constexpr std::string_view dead_letters_cursor = "dead-letters";
-constexpr int batch_replays = 3; // deadlock / serialization retries of one intake batch
+constexpr int batch_replays = 3;       // deadlock / serialization retries of one intake batch
+constexpr int transaction_retries = 3; // the same for other write transactions
 
 int clamp_limit(int limit) {
     return std::clamp(limit, 1, max_page_limit);
@@ -461,6 +462,7 @@ class postgres_store final : public store {
         if (probe_due && got.size() < static_cast<std::size_t>(limit)) {
             std::vector<claimed> probes;
             auto second = transaction([&](connection& c) -> result<void> {
+                probes.clear();
                 return claim_probes(c, now, limit - static_cast<int>(got.size()), lease_ms, probes);
             });
             // The first claims are committed and ours whatever happens to the probes.
@@ -878,26 +880,35 @@ class postgres_store final : public store {
     // A multi-statement write transaction.
     template <class F> auto transaction(F&& body) -> decltype(body(std::declval<connection&>())) {
         return with_connection([&](connection& c) -> decltype(body(c)) {
-            if (auto r = c.run("BEGIN"); !r) {
-                return r.error();
-            }
-            auto out = body(c);
-            if (!out) {
-                if (c.healthy()) {
-                    (void)c.run("ROLLBACK");
+            // Bodies must be repeatable: a deadlock (e.g. a probe claim and a settlement on
+            // another node taking subscription and delivery rows in opposite order) or a
+            // serialization failure undid everything, and the body simply runs again.
+            for (int attempt = 1;; ++attempt) {
+                if (auto r = c.run("BEGIN"); !r) {
+                    return r.error();
                 }
+                auto out = body(c);
+                if (!out) {
+                    const std::string state = c.last_sqlstate();
+                    if (c.healthy()) {
+                        (void)c.run("ROLLBACK");
+                    }
+                    if (c.healthy() && state.rfind("40", 0) == 0 && attempt < transaction_retries) {
+                        continue;
+                    }
+                    return out;
+                }
+                if (auto r = c.run("COMMIT"); !r) {
+                    // Unknown outcome when the connection died during COMMIT: the caller retries
+                    // and the lease / dedup rules make the retry safe.
+                    if (c.healthy() && c.in_transaction()) {
+                        (void)c.run("ROLLBACK");
+                    }
+                    return r.error();
+                }
+                commits_.fetch_add(1);
                 return out;
             }
-            if (auto r = c.run("COMMIT"); !r) {
-                // Unknown outcome when the connection died during COMMIT: the caller retries and
-                // the lease / dedup rules make the retry safe.
-                if (c.healthy() && c.in_transaction()) {
-                    (void)c.run("ROLLBACK");
-                }
-                return r.error();
-            }
-            commits_.fetch_add(1);
-            return out;
         });
     }
 
