@@ -436,7 +436,11 @@ class postgres_store final : public store {
         }
         std::vector<claimed> got;
         bool probe_due = false;
-        auto first = write([&](connection& c) -> result<void> {
+        // Repeatable: if a dead connection hid a committed claim, those rows stay leased until
+        // their lease runs out and are claimed again then (a delay, never a double claim).
+        auto first = read([&](connection& c) -> result<void> {
+            got.clear();
+            probe_due = false;
             auto r =
                 c.exec("WITH c AS (UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
                        "updated_at = $1, lease_token = nextval('lease_tokens') "
@@ -458,6 +462,7 @@ class postgres_store final : public store {
         if (!first) {
             return first.error();
         }
+        commits_.fetch_add(1);
         remember_leases(got, now, now + lease_ms);
         if (probe_due && got.size() < static_cast<std::size_t>(limit)) {
             std::vector<claimed> probes;
@@ -864,8 +869,16 @@ class postgres_store final : public store {
         return out;
     }
 
+    // Reads are repeatable: one that finds its connection dead (the server restarted while this
+    // node was idle) reconnects and runs again once, so a recovered server answers at once.
     template <class F> auto read(F&& body) -> decltype(body(std::declval<connection&>())) {
-        return with_connection(std::forward<F>(body));
+        return with_connection([&](connection& c) -> decltype(body(c)) {
+            auto out = body(c);
+            if (!out && !c.healthy() && c.ensure(true)) {
+                out = body(c);
+            }
+            return out;
+        });
     }
 
     // A single-statement write: autocommit, so one round trip and one durable commit.
@@ -884,7 +897,7 @@ class postgres_store final : public store {
             // another node taking subscription and delivery rows in opposite order) or a
             // serialization failure undid everything, and the body simply runs again.
             for (int attempt = 1;; ++attempt) {
-                if (auto r = c.run("BEGIN"); !r) {
+                if (auto r = begin(c); !r) {
                     return r.error();
                 }
                 auto out = body(c);
@@ -910,6 +923,16 @@ class postgres_store final : public store {
                 return out;
             }
         });
+    }
+
+    // Nothing has happened before BEGIN: on a connection found dead it is safe to reconnect and
+    // begin again once.
+    static result<void> begin(connection& c) {
+        auto r = c.run("BEGIN");
+        if (!r && !c.healthy() && c.ensure(true)) {
+            r = c.run("BEGIN");
+        }
+        return r;
     }
 
     result<std::vector<subscription>> collect_subscriptions(const rows& r) {
@@ -1276,7 +1299,7 @@ class postgres_store final : public store {
         }
         writer_epoch_ = reset_epoch_.load();
         for (;;) {
-            if (auto r = c.run("BEGIN"); !r) {
+            if (auto r = begin(c); !r) {
                 note_failure(c);
                 fail_all(r.error());
                 return;

@@ -321,6 +321,20 @@ TEST_F(PostgresStoreTest, ServerRestartAnswersUnavailableThenRecovers) {
     EXPECT_EQ(b_->list_deliveries("sub_a", {})->items.size(), 2u);
 }
 
+TEST_F(PostgresStoreTest, IdleNodeAnswersAtOnceAfterServerRestart) {
+    ASSERT_TRUE(a_->insert_subscription(make_subscription("sub_a")));
+    // Restarted while the node was idle: its connections are dead, but nothing failed yet.
+    ASSERT_TRUE(server_->stop());
+    ASSERT_TRUE(server_->start());
+    EXPECT_EQ(a_->get_subscription("sub_a")->id, "sub_a");
+    auto out = a_->intake_sync(make_intake("sub_a", "k", "1"));
+    ASSERT_TRUE(out) << out.error().message();
+    EXPECT_EQ(out->status, intake_status::accepted);
+    auto claimed = b_->claim_due(t0, 10, 1000);
+    ASSERT_TRUE(claimed) << claimed.error().message();
+    EXPECT_EQ(claimed->size(), 1u);
+}
+
 TEST_F(PostgresStoreTest, MigrationsRunOnceWhenNodesStartTogether) {
     const std::string fresh = server_->create_database();
     ASSERT_FALSE(fresh.empty());
