@@ -102,6 +102,7 @@ struct store_stats {
     std::uint64_t commits = 0;         // write transactions committed (each one fsync)
     std::uint64_t intake_batches = 0;  // group-commit transactions of the intake writer
     std::uint64_t intake_requests = 0; // intake requests answered from those batches
+    std::uint64_t round_trips = 0;     // statements sent to a database server (networked backends)
 };
 
 // ---- the interface --------------------------------------------------------------------------------
@@ -189,5 +190,22 @@ struct sqlite_options {
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts);
 // The same, with a human-readable reason (no secrets) in `why` on failure.
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why);
+
+// ---- PostgreSQL (several bridge nodes sharing one database) ------------------------------------
+
+struct postgres_options {
+    // libpq connection URI or key=value string ("postgresql://user@host:5432/db"). Holds a
+    // password at most; never logged or echoed in errors.
+    std::string url;
+    int pool_size = 4;                // connections for synchronous calls (plus one intake writer)
+    int group_commit_max_batch = 256; // intake requests per transaction at most
+    int connect_timeout_s = 5;        // applies to the first connect and to every reconnect
+};
+
+// Connects, applies pending migrations (once across nodes: under an advisory lock) and returns the
+// store. store_unavailable when the server cannot be reached or migrated, unsupported when the
+// schema is newer than this build. A lost connection later makes calls answer store_unavailable
+// until a later call reconnects.
+result<std::unique_ptr<store>> open_postgres_store(const postgres_options& opts, error_info& why);
 
 } // namespace wopbridge

@@ -1,6 +1,7 @@
-// The store contract, run against every backend (today: SQLite). A backend joins by adding a
+// The store contract, run against every backend (SQLite, PostgreSQL). A backend joins by adding a
 // store_backend to the INSTANTIATE_TEST_SUITE_P list at the bottom.
 #include "store/store.hpp"
+#include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <future>
 #include <latch>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -37,6 +39,8 @@ struct store_backend {
     std::function<result<std::unique_ptr<store>>(const temp_dir&)> open;
     // Makes the stored data read-only at the storage level and opens it again.
     std::function<result<std::unique_ptr<store>>(const temp_dir&)> open_read_only;
+    // Non-empty: why this backend cannot run here (its tests skip).
+    std::function<std::string()> unavailable = [] { return std::string{}; };
 };
 
 std::ostream& operator<<(std::ostream& os, const store_backend& b) {
@@ -63,6 +67,47 @@ store_backend sqlite_backend() {
     return b;
 }
 
+// PostgreSQL: one server per test binary run; each test's temp dir maps to a fresh database, so a
+// reopen (same dir) sees the same data.
+std::string postgres_database_for(const temp_dir& dir) {
+    static std::mutex mu;
+    static std::map<std::string, std::string> databases;
+    std::lock_guard lock(mu);
+    auto& name = databases[dir.path().string()];
+    if (name.empty()) {
+        name = testing::postgres_server::shared()->create_database();
+    }
+    return name;
+}
+
+store_backend postgres_backend() {
+    store_backend b;
+    b.name = "postgres";
+    b.open = [](const temp_dir& dir) -> result<std::unique_ptr<store>> {
+        auto* server = testing::postgres_server::shared();
+        error_info why;
+        auto s = open_postgres_store(postgres_options{server->url(postgres_database_for(dir))},
+                                     why);
+        EXPECT_TRUE(s) << why.message;
+        return s;
+    };
+    b.open_read_only = [](const temp_dir& dir) -> result<std::unique_ptr<store>> {
+        auto* server = testing::postgres_server::shared();
+        const std::string db = postgres_database_for(dir);
+        // New sessions of this database can no longer write: the server-side read-only mode.
+        EXPECT_TRUE(server->sql("postgres", "ALTER DATABASE " + db +
+                                                " SET default_transaction_read_only = on"));
+        error_info why;
+        return open_postgres_store(postgres_options{server->url(db)}, why);
+    };
+    b.unavailable = [] {
+        return testing::postgres_server::shared() == nullptr
+                   ? testing::postgres_server::shared_unavailable_reason()
+                   : std::string{};
+    };
+    return b;
+}
+
 class completion_counter {
   public:
     void done() {
@@ -83,7 +128,12 @@ class completion_counter {
 
 class StoreContractTest : public ::testing::TestWithParam<store_backend> {
   protected:
-    void SetUp() override { open(); }
+    void SetUp() override {
+        if (auto why = GetParam().unavailable(); !why.empty()) {
+            GTEST_SKIP() << GetParam().name << " backend unavailable: " << why;
+        }
+        open();
+    }
 
     void open() {
         store_.reset();
@@ -821,7 +871,8 @@ TEST_P(StoreContractTest, PingAndPurge) {
     EXPECT_EQ(*store_->purge_expired(t0 + 11), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest, ::testing::Values(sqlite_backend()),
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest,
+                         ::testing::Values(sqlite_backend(), postgres_backend()),
                          [](const auto& info) { return info.param.name; });
 
 } // namespace

@@ -1,0 +1,106 @@
+#pragma once
+// A thin RAII layer over one libpq connection: parameterised statements (text format, one round
+// trip each), result access, and the mapping of SQLSTATEs onto the bridge's errc. Not thread-safe:
+// the owner hands a connection to one thread at a time.
+
+#include "core/error.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct pg_conn;
+struct pg_result;
+
+namespace wopbridge::postgres {
+
+// A statement parameter in text format; nullopt is SQL NULL.
+using param = std::optional<std::string>;
+
+inline param p(std::string_view s) {
+    return std::string(s);
+}
+inline param p(const std::string& s) {
+    return s;
+}
+inline param p(const char* s) {
+    return std::string(s);
+}
+inline param p(std::int64_t v) {
+    return std::to_string(v);
+}
+inline param p(int v) {
+    return std::to_string(v);
+}
+inline param p(bool v) {
+    return std::string(v ? "1" : "0");
+}
+// NULL when empty (optional columns).
+inline param p_or_null(std::string_view s) {
+    return s.empty() ? param{} : param{std::string(s)};
+}
+// A text[] / bigint[] literal for `= ANY($n::text[])` and unnest().
+param text_array(const std::vector<std::string>& items);
+param int_array(const std::vector<std::int64_t>& items);
+
+class rows {
+  public:
+    explicit rows(pg_result* r) noexcept : r_(r) {}
+    rows(rows&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+    rows& operator=(rows&& o) noexcept;
+    rows(const rows&) = delete;
+    rows& operator=(const rows&) = delete;
+    ~rows();
+
+    int size() const noexcept;
+    bool empty() const noexcept { return size() == 0; }
+    std::int64_t affected() const noexcept; // rows changed by INSERT/UPDATE/DELETE
+    bool is_null(int row, int col) const noexcept;
+    std::string text(int row, int col) const;
+    std::int64_t int64(int row, int col) const noexcept;
+    int integer(int row, int col) const noexcept { return static_cast<int>(int64(row, col)); }
+
+  private:
+    pg_result* r_;
+};
+
+class connection {
+  public:
+    // `why` gets a reason without the URL (it may hold a password).
+    static result<std::unique_ptr<connection>> open(const std::string& url, int connect_timeout_s,
+                                                    std::string& why);
+    ~connection();
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    // One statement with parameters ($1..$n), one round trip. SQL errors map onto errc:
+    // unique violation -> already_exists, foreign key -> not_found, connection/read-only/
+    // resource/serialization failures -> store_unavailable, data exceptions (not UTF-8, ...) ->
+    // invalid_argument, anything else -> internal. Parameters are C strings (no NUL bytes).
+    result<rows> exec(const char* sql, const std::vector<param>& params = {});
+    // A statement whose result is not needed (BEGIN, COMMIT, ...).
+    result<void> run(const char* sql, const std::vector<param>& params = {});
+
+    bool healthy() const noexcept;        // the socket is believed to be usable
+    bool in_transaction() const noexcept; // inside BEGIN (also when failed)
+    // Reconnects when the connection is broken (or `force`); store_unavailable when that fails.
+    result<void> ensure(bool force);
+    std::string last_error() const; // server message (no URL, no parameters)
+    std::string last_sqlstate() const { return sqlstate_; }
+    std::uint64_t round_trips() const noexcept { return round_trips_; }
+
+  private:
+    connection(pg_conn* c) noexcept : conn_(c) {}
+    result<void> configure();
+
+    pg_conn* conn_;
+    std::string sqlstate_;
+    std::uint64_t round_trips_ = 0;
+};
+
+errc map_sqlstate(std::string_view sqlstate) noexcept;
+
+} // namespace wopbridge::postgres

@@ -1,0 +1,238 @@
+#include "store/postgres/pg_migrations.hpp"
+
+#include <array>
+
+namespace wopbridge::postgres {
+namespace {
+
+struct migration {
+    int version;
+    const char* sql;
+};
+
+// Times are BIGINT milliseconds since the epoch (UTC); enum columns hold the wire spellings
+// (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
+// hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
+// node serialize per run (or per subscription log).
+constexpr std::array<migration, 1> migrations{{
+    {1, R"sql(
+CREATE TABLE subscriptions (
+    id                        TEXT PRIMARY KEY,
+    tenant                    TEXT NOT NULL,
+    source                    TEXT NOT NULL,
+    state                     TEXT NOT NULL,
+    workflow_id               TEXT NOT NULL,
+    dedup_enabled             INTEGER NOT NULL,
+    retry_max_attempts        INTEGER NOT NULL,
+    retry_backoff             TEXT NOT NULL,
+    retry_base_delay_ms       BIGINT NOT NULL,
+    retry_max_delay_ms        BIGINT NOT NULL,
+    retry_jitter              INTEGER NOT NULL,
+    breaker_failure_threshold INTEGER NOT NULL,
+    breaker_probe_interval_ms BIGINT NOT NULL,
+    verification              TEXT NOT NULL,
+    webhook_id                TEXT NOT NULL,
+    secret_fingerprint        TEXT NOT NULL,
+    sealed_secret             TEXT NOT NULL,
+    schedule_cron             TEXT,
+    schedule_time_zone        TEXT,
+    connector                 TEXT NOT NULL,
+    connector_settings_json   TEXT NOT NULL,
+    origin                    TEXT NOT NULL,
+    consecutive_failures      INTEGER NOT NULL,
+    next_probe_at             BIGINT NOT NULL,
+    created_at                BIGINT NOT NULL,
+    updated_at                BIGINT NOT NULL,
+    next_event_seq            BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX subscriptions_by_tenant ON subscriptions (tenant, id);
+CREATE INDEX subscriptions_failed_probe ON subscriptions (next_probe_at) WHERE state = 'failed';
+
+CREATE TABLE dedup (
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    dedup_key       TEXT NOT NULL,
+    delivery_id     TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    expires_at      BIGINT NOT NULL,
+    PRIMARY KEY (subscription_id, dedup_key)
+);
+CREATE INDEX dedup_by_expiry ON dedup (expires_at);
+
+-- Lease tokens: every claim gets a fresh one; a claimer whose lease was taken over cannot settle.
+CREATE SEQUENCE lease_tokens;
+
+CREATE TABLE deliveries (
+    seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id              TEXT NOT NULL UNIQUE,
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    tenant          TEXT NOT NULL,
+    dedup_key       TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          BIGINT NOT NULL,
+    lease_until     BIGINT NOT NULL DEFAULT 0,
+    lease_token     BIGINT NOT NULL DEFAULT 0,
+    received_at     BIGINT NOT NULL,
+    updated_at      BIGINT NOT NULL,
+    last_error      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX deliveries_claimable ON deliveries (due_at, seq) WHERE status = 'pending';
+CREATE INDEX deliveries_leased ON deliveries (lease_until) WHERE status = 'in_flight';
+CREATE INDEX deliveries_by_subscription ON deliveries (subscription_id, seq);
+
+-- Inbound content lives apart from the delivery row: only delivery_content() reads it.
+CREATE TABLE delivery_contents (
+    delivery_id  TEXT PRIMARY KEY REFERENCES deliveries (id) ON DELETE CASCADE,
+    content_json TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+    id              TEXT PRIMARY KEY,
+    tenant          TEXT NOT NULL,
+    workflow_id     TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    delivery_id     TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    upstream_run_id TEXT NOT NULL,
+    created_at      BIGINT NOT NULL,
+    updated_at      BIGINT NOT NULL,
+    next_event_seq  BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_by_status ON runs (status, created_at);
+
+CREATE TABLE run_events (
+    run_id       TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    sequence     BIGINT NOT NULL,
+    event_id     TEXT NOT NULL UNIQUE,
+    type         TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    timestamp    BIGINT NOT NULL,
+    causation_id TEXT,
+    PRIMARY KEY (run_id, sequence)
+);
+
+-- The run-less log of a subscription: state changes and attempts that started no run.
+CREATE TABLE subscription_events (
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    sequence        BIGINT NOT NULL,
+    event_id        TEXT NOT NULL UNIQUE,
+    type            TEXT NOT NULL,
+    payload_json    TEXT NOT NULL,
+    timestamp       BIGINT NOT NULL,
+    causation_id    TEXT,
+    PRIMARY KEY (subscription_id, sequence)
+);
+
+CREATE TABLE dead_letters (
+    seq                 BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    subscription_id     TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    attempt_event_id    TEXT NOT NULL UNIQUE,
+    dedup_key           TEXT NOT NULL,
+    attempt             INTEGER NOT NULL,
+    reason              TEXT NOT NULL,
+    state_change_source TEXT,
+    state_change_from   TEXT,
+    state_change_to     TEXT,
+    state_change_reason TEXT,
+    dead_lettered_at    BIGINT NOT NULL,
+    expires_at          BIGINT NOT NULL,
+    delivery_id         TEXT NOT NULL
+);
+CREATE INDEX dead_letters_newest_first ON dead_letters (subscription_id, seq DESC);
+CREATE INDEX dead_letters_by_expiry ON dead_letters (expires_at);
+)sql"},
+}};
+
+// Any constant shared by every node: 'wopbrdg1'.
+constexpr const char* lock_sql = "SELECT pg_advisory_xact_lock(8606922045461292849)";
+
+result<int> current_version(connection& conn) {
+    auto exists = conn.exec("SELECT to_regclass('schema_migrations') IS NOT NULL");
+    if (!exists) {
+        return exists.error();
+    }
+    if (exists->text(0, 0) != "t") {
+        return 0;
+    }
+    auto v = conn.exec("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+    if (!v) {
+        return v.error();
+    }
+    return v->integer(0, 0);
+}
+
+} // namespace
+
+int latest_schema_version() noexcept {
+    return migrations.back().version;
+}
+
+result<void> migrate(connection& conn, std::string& why) {
+    auto too_new = [&](int v) {
+        why = "database schema version " + std::to_string(v) +
+              " is newer than this build supports (" + std::to_string(latest_schema_version()) +
+              "); upgrade wopbridge";
+    };
+    // Fast path without the lock (and without writing: works on a read-only database).
+    auto version = current_version(conn);
+    if (!version) {
+        why = "cannot read schema version: " + conn.last_error();
+        return version.error();
+    }
+    if (*version > latest_schema_version()) {
+        too_new(*version);
+        return errc::unsupported;
+    }
+    if (*version == latest_schema_version()) {
+        return {};
+    }
+    auto fail = [&](const char* what, boost::system::error_code ec) -> result<void> {
+        why = std::string(what) + ": " + conn.last_error();
+        if (conn.healthy() && conn.in_transaction()) {
+            (void)conn.run("ROLLBACK");
+        }
+        return ec;
+    };
+    if (auto r = conn.run("BEGIN"); !r) {
+        return fail("cannot start migration", r.error());
+    }
+    // Held until COMMIT: a second node blocks here, then re-reads the version below.
+    if (auto r = conn.run(lock_sql); !r) {
+        return fail("cannot take the migration lock", r.error());
+    }
+    if (auto r = conn.run("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                          "version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
+        !r) {
+        return fail("cannot create schema_migrations", r.error());
+    }
+    version = current_version(conn);
+    if (!version) {
+        return fail("cannot read schema version", version.error());
+    }
+    if (*version > latest_schema_version()) {
+        (void)conn.run("ROLLBACK");
+        too_new(*version);
+        return errc::unsupported;
+    }
+    for (const auto& m : migrations) {
+        if (m.version <= *version) {
+            continue;
+        }
+        if (auto r = conn.run(m.sql); !r) {
+            return fail("migration failed", r.error());
+        }
+        if (auto r = conn.run("INSERT INTO schema_migrations (version, applied_at) VALUES "
+                              "($1, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)",
+                              {p(m.version)});
+            !r) {
+            return fail("cannot record migration", r.error());
+        }
+    }
+    if (auto r = conn.run("COMMIT"); !r) {
+        return fail("cannot commit migration", r.error());
+    }
+    return {};
+}
+
+} // namespace wopbridge::postgres
