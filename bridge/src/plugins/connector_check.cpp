@@ -936,10 +936,20 @@ std::chrono::milliseconds ms(int v) {
     return std::chrono::milliseconds(v);
 }
 
+// Repeats collapse into "<what> (xN)".
 std::string violations_text(const std::vector<std::string>& v) {
-    std::string s;
+    std::vector<std::pair<std::string, int>> seen;
     for (const auto& x : v) {
-        s += (s.empty() ? "" : "; ") + x;
+        auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == x; });
+        if (it == seen.end()) {
+            seen.emplace_back(x, 1);
+        } else {
+            ++it->second;
+        }
+    }
+    std::string s;
+    for (const auto& [what, n] : seen) {
+        s += (s.empty() ? "" : "; ") + what + (n > 1 ? " (x" + std::to_string(n) + ")" : "");
     }
     return s;
 }
