@@ -202,7 +202,8 @@ TEST_F(ConnectorCheckTest, InvalidDescriptorFailsDescriptorGate) {
 
 TEST_F(ConnectorCheckTest, RejectsConfigFailsValidate) {
     const auto r = check(test_module("rejects_config"));
-    expect(r, "validate.accepts-config", check_result::fail, "config rejected: api_key is required");
+    expect(r, "validate.accepts-config", check_result::fail,
+           "config rejected: api_key is required");
     expect(r, "lifecycle.*", check_result::skip);
     EXPECT_EQ(r.exit_code(), 1);
 }
