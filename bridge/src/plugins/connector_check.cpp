@@ -1129,9 +1129,11 @@ void phase_http(phase_context& c) {
                      "an unsigned empty request is refused with " + std::to_string(r1.status) +
                          " and nothing submitted");
         } else {
+            const auto logged = inst.host.error_logs();
             out.fail("http.refuses-unsigned",
                      "an unsigned empty request was " + describe_reply(r1) +
-                         " (want a 4xx refusal)");
+                         " (want a 4xx refusal)" +
+                         (logged.empty() ? "" : "; module logged: " + violations_text(logged)));
         }
     } else if (made.back().verified) {
         out.fail("http.refuses-unsigned",

@@ -215,6 +215,14 @@ TEST_F(ConnectorCheckTest, ThrowsInCallbackFailsSubscribe) {
     EXPECT_EQ(r.exit_code(), 1);
 }
 
+TEST_F(ConnectorCheckTest, ThrowingRequestHandlerIsAnswered500AndFlagged) {
+    const auto r = check(test_module("throws_in_callback"), "{}", R"({"ok":true})");
+    expect(r, "lifecycle.subscribe", check_result::pass);
+    expect(r, "http.refuses-unsigned", check_result::fail, "answered 500");
+    expect(r, "http.refuses-unsigned", check_result::fail, "exception in on_http_request");
+    EXPECT_EQ(r.exit_code(), 1);
+}
+
 TEST_F(ConnectorCheckTest, CrashBecomesFailLineNamingTheCheck) {
     const auto r = check(test_module("crashes_in_subscribe"));
     expect(r, "lifecycle.subscribe", check_result::fail, "crashed the process with signal 11");
