@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
         if (cmd == "connectors") {
             return wopbridge::cli::run_connectors(args);
         }
+        if (cmd == "connector-check") {
+            return wopbridge::cli::run_connector_check(args);
+        }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "wopbridge %s: %s\n", cmd.c_str(), e.what());
         return 1;
