@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
             std::printf("wopbridge %s\n", WOPBRIDGE_VERSION);
             return 0;
         }
+        if (cmd == "serve") {
+            return wopbridge::cli::run_serve(args);
+        }
+        if (cmd == "reload") {
+            return wopbridge::cli::run_reload(args);
+        }
         if (cmd == "check-config") {
             return wopbridge::cli::run_check_config(args);
         }

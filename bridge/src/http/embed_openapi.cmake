@@ -1,8 +1,7 @@
 # Regenerates openapi_document.cpp from schemas/openapi.json:
 #   cmake -DINPUT=schemas/openapi.json -DOUTPUT=bridge/src/http/openapi_document.cpp \
 #         -P bridge/src/http/embed_openapi.cmake
-# (usable as an add_custom_command; until the build wires it, the generated file is committed and
-# the unit test OpenApiTest.EmbeddedCopyMatchesSchemaFile fails when the two differ.)
+# bridge/CMakeLists.txt runs it as a custom command at build time.
 file(READ "${INPUT}" content)
 string(FIND "${content}" ")openapi_json\"" clash)
 if(NOT clash EQUAL -1)

@@ -1,0 +1,286 @@
+// `wopbridge serve`: the composition root. Config -> store -> run starter -> bridge -> connector host
+// -> HTTP server; then the main thread waits for signals: SIGTERM/SIGINT stop gracefully (nothing
+// acknowledged is lost), SIGHUP re-reads the subscriptions.
+#include "app/bridge.hpp"
+#include "cli/commands.hpp"
+#include "config/config.hpp"
+#include "core/log.hpp"
+#include "http/api.hpp"
+#include "http/bridge_port.hpp"
+#include "http/server.hpp"
+#include "plugins/connector_host.hpp"
+#include "plugins/submit_sink.hpp"
+#include "store/store.hpp"
+
+#include <boost/json.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <pthread.h>
+#include <set>
+#include <signal.h>
+#include <unistd.h>
+
+namespace wopbridge::cli {
+namespace {
+
+std::string pid_file_for(const config& c) {
+    std::filesystem::path base = c.store.backend == store_config::backend_kind::sqlite
+                                     ? std::filesystem::path(c.store.sqlite_path).parent_path()
+                                     : c.base_dir;
+    return (base / "wopbridge.pid").string();
+}
+
+std::vector<connector_instance_config> connector_configs(const config& c) {
+    std::vector<connector_instance_config> out;
+    for (const auto& cc : c.connectors) {
+        out.push_back({cc.name, cc.module, cc.settings_json});
+    }
+    return out;
+}
+
+bool print_config_errors(const config_load_result& loaded) {
+    for (const auto& e : loaded.errors) {
+        std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    }
+    return !loaded.errors.empty();
+}
+
+// Applies the config file's subscriptions to the bridge and the connectors. Subscriptions served by
+// a connector are (re)subscribed; those gone from the file are unsubscribed.
+result<void> apply_subscriptions(const config& c, bridge& b, connector_host* host,
+                                 std::map<std::string, std::string>& connector_of) {
+    std::map<std::string, std::string> secrets;
+    auto subs = make_subscriptions(c, secrets);
+    if (auto r = b.apply_config_subscriptions(subs, secrets); !r) {
+        return r.error();
+    }
+    std::map<std::string, std::string> now_served;
+    if (host != nullptr) {
+        for (const auto& s : subs) {
+            if (s.connector.empty()) {
+                continue;
+            }
+            auto stored = b.find_subscription(s.id);
+            if (!stored) {
+                return stored.error();
+            }
+            auto r = host->subscribe(*stored);
+            if (!r) {
+                log_line("error", "connector.subscribe_failed",
+                         {{"subscriptionId", s.id}, {"error", r.error().message}});
+                return make_error_code(errc::invalid_argument);
+            }
+            now_served[s.id] = s.connector;
+        }
+        for (const auto& [id, connector] : connector_of) {
+            if (!now_served.count(id)) {
+                (void)host->unsubscribe(connector, id);
+            }
+        }
+    }
+    connector_of = std::move(now_served);
+    return {};
+}
+
+} // namespace
+
+int run_serve(const std::vector<std::string>& args) {
+    arg_parser p(args);
+    if (p.flag("help")) {
+        std::puts("usage: wopbridge serve --config FILE [--module-path DIR]...\n"
+                  "Runs the bridge. SIGTERM/SIGINT stop it gracefully; SIGHUP (or `wopbridge reload`)\n"
+                  "re-reads the subscriptions from FILE.");
+        return 0;
+    }
+    const std::string path = p.value("config");
+    if (!p.error.empty() || path.empty()) {
+        std::fprintf(stderr, "wopbridge serve: %s\n",
+                     p.error.empty() ? "--config FILE is required" : p.error.c_str());
+        return 2;
+    }
+
+    // Signals are taken synchronously by this thread (sigwait); every thread started below inherits
+    // the blocked mask, so none of them is interrupted.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    auto loaded = load_config(path);
+    if (print_config_errors(loaded)) {
+        return 2;
+    }
+    config cfg = *loaded.value;
+    set_log_level(cfg.logging.level);
+
+    if (cfg.store.backend != store_config::backend_kind::sqlite) {
+        std::fprintf(stderr, "%s: store.postgres is not available in this build; use store.sqlite\n",
+                     path.c_str());
+        return 2;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cfg.store.sqlite_path).parent_path(), ec);
+    sqlite_options so;
+    so.path = cfg.store.sqlite_path;
+    error_info why;
+    auto st = open_sqlite_store(so, why);
+    if (!st) {
+        std::fprintf(stderr, "wopbridge serve: cannot open store %s: %s\n", so.path.c_str(),
+                     why.message.c_str());
+        return 1;
+    }
+
+    system_clock_source clock;
+    system_random_source random;
+    bridge_settings settings = make_bridge_settings(cfg);
+    auto b = std::make_unique<bridge>(settings, std::move(*st), make_run_starter(cfg), clock, random);
+
+    std::unique_ptr<bridge_submit_sink> sink;
+    std::unique_ptr<connector_host> host;
+    if (!cfg.connectors.empty()) {
+        sink = std::make_unique<bridge_submit_sink>(*b);
+        connector_host_options ho;
+        ho.module_dirs = p.values("module-path");
+        ho.public_url = settings.public_url;
+        host = std::make_unique<connector_host>(ho, *sink, clock, random);
+        if (auto r = host->add_instances(connector_configs(cfg)); !r) {
+            std::fprintf(stderr, "wopbridge serve: %s\n", r.error().message.c_str());
+            return 2;
+        }
+    }
+
+    std::map<std::string, std::string> connector_of;
+    if (auto r = apply_subscriptions(cfg, *b, host.get(), connector_of); !r) {
+        std::fprintf(stderr, "wopbridge serve: cannot apply subscriptions: %s\n",
+                     r.error().message().c_str());
+        return 2;
+    }
+    if (auto r = b->start(); !r) {
+        std::fprintf(stderr, "wopbridge serve: cannot start the bridge: %s\n",
+                     r.error().message().c_str());
+        return 1;
+    }
+
+    http::server_options so_http;
+    so_http.host = cfg.server.listen_host;
+    so_http.port = cfg.server.listen_port;
+    so_http.threads = cfg.server.threads;
+    if (cfg.server.tls) {
+        so_http.tls = http::tls_options{cfg.server.tls->cert_file, cfg.server.tls->key_file};
+    }
+    http::server srv(so_http);
+    http::api_options ao;
+    for (const auto& k : cfg.api_keys) {
+        ao.keys.push_back({k.key, k.tenant, k.scopes});
+    }
+    ao.max_body_bytes = cfg.server.max_body_bytes;
+    ao.ingest_max_body_bytes = cfg.server.max_body_bytes;
+    auto port = http::make_bridge_port(*b);
+    http::http_api api(ao, *port, host.get(), srv.scheduler());
+    if (auto r = srv.start(api); !r) {
+        std::fprintf(stderr, "wopbridge serve: cannot listen on %s: %s\n", cfg.server.listen.c_str(),
+                     r.error().message().c_str());
+        b->stop();
+        return 1;
+    }
+
+    const std::string pid_file = pid_file_for(cfg);
+    {
+        std::ofstream(pid_file) << ::getpid() << "\n";
+    }
+    boost::json::array modules;
+    if (host) {
+        for (const auto& i : host->instances()) {
+            modules.push_back(boost::json::object{
+                {"name", i.name}, {"module", i.module_name}, {"version", i.version},
+                {"subscriptions", i.subscriptions.size()}});
+        }
+    }
+    boost::json::array subs;
+    for (const auto& s : cfg.subscriptions) {
+        subs.push_back(boost::json::object{{"id", s.id},
+                                           {"source", std::string(to_string(s.source))},
+                                           {"connector", s.connector}});
+    }
+    log_line("info", "wopbridge.started",
+             {{"version", WOPBRIDGE_VERSION},
+              {"listen", cfg.server.listen_host + ":" + std::to_string(srv.port())},
+              {"publicUrl", settings.public_url},
+              {"store", so.path},
+              {"modules", modules},
+              {"subscriptions", subs}});
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&signals, &sig) != 0) {
+            continue;
+        }
+        if (sig == SIGHUP) {
+            auto again = load_config(path);
+            if (print_config_errors(again)) {
+                log_line("warn", "wopbridge.reload_refused", {{"reason", "config has errors"}});
+                continue;
+            }
+            auto r = apply_subscriptions(*again.value, *b, host.get(), connector_of);
+            log_line(r ? "info" : "warn", r ? "wopbridge.reloaded" : "wopbridge.reload_failed",
+                     {{"subscriptions", again.value->subscriptions.size()}});
+            continue;
+        }
+        log_line("info", "wopbridge.stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+        break;
+    }
+
+    // Drain in order: stop accepting and finish in-flight requests (their commits complete and their
+    // responses are sent) -> stop the engine and scheduler -> stop connectors -> close the store.
+    srv.stop(std::chrono::seconds(10));
+    if (host) {
+        host->stop_all();
+    }
+    b->stop();
+    std::filesystem::remove(pid_file, ec);
+    log_line("info", "wopbridge.stopped", {});
+    return 0;
+}
+
+int run_reload(const std::vector<std::string>& args) {
+    arg_parser p(args);
+    if (p.flag("help")) {
+        std::puts("usage: wopbridge reload --config FILE\n"
+                  "Sends SIGHUP to the bridge serving FILE (found through its pid file) so it re-reads\n"
+                  "its subscriptions without dropping connections.");
+        return 0;
+    }
+    const std::string path = p.value("config");
+    if (path.empty()) {
+        std::fputs("wopbridge reload: --config FILE is required\n", stderr);
+        return 2;
+    }
+    auto loaded = load_config(path);
+    if (print_config_errors(loaded)) {
+        return 2;
+    }
+    const std::string pid_file = pid_file_for(*loaded.value);
+    std::ifstream in(pid_file);
+    long pid = 0;
+    if (!(in >> pid) || pid <= 1) {
+        std::fprintf(stderr, "wopbridge reload: no running bridge (no pid in %s)\n", pid_file.c_str());
+        return 1;
+    }
+    if (::kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
+        std::fprintf(stderr, "wopbridge reload: cannot signal pid %ld\n", pid);
+        return 1;
+    }
+    std::printf("reload requested (pid %ld)\n", pid);
+    return 0;
+}
+
+} // namespace wopbridge::cli
