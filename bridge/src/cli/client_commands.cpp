@@ -301,7 +301,7 @@ int dead_letters(const client_options& o, const std::vector<std::string>& pos, b
             return rc;
         }
         std::vector<std::vector<std::string>> rows;
-        for (const auto& d : array_of(parse_object(r.body), {"deadLetters", "items"})) {
+        for (const auto& d : array_of(parse_object(r.body), {"deliveries", "deadLetters", "items"})) {
             if (d.is_object()) {
                 const auto& x = d.as_object();
                 rows.push_back({field(x, {"attemptEventId"}), field(x, {"reason"}),

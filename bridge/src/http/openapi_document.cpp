@@ -136,7 +136,7 @@ const char document[] = R"openapi_json({
     "/v1/trigger-subscriptions": {
       "post": {
         "operationId": "createTriggerSubscription",
-        "summary": "Register a trigger subscription (RFC 0099 \u00a7F.2 + wopbridge extensions)",
+        "summary": "Register a trigger subscription (RFC 0099 §F.2 + wopbridge extensions)",
         "security": [
           {
             "ApiKeyAuth": [
@@ -1495,6 +1495,355 @@ const char document[] = R"openapi_json({
           }
         }
       }
+    },
+    "/v1/trigger-subscriptions/{subscriptionId}/dead-letters/{attemptEventId}/replay": {
+      "post": {
+        "operationId": "replayTriggerDeadLetter",
+        "summary": "Replay one dead letter as a new delivery (wopbridge extension)",
+        "description": "A new delivery of the stored content with a new delivery id and reserved run id; its run.started carries metadata.replayOf = attemptEventId. Replaying the same dead letter again returns the first replay's ids. Held (outcome held) while the subscription is not active.",
+        "security": [
+          {
+            "ApiKeyAuth": [
+              "webhooks:manage"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "name": "subscriptionId",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "attemptEventId",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "202": {
+            "description": "Replay committed",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "outcome",
+                    "deliveryId",
+                    "runId"
+                  ],
+                  "properties": {
+                    "outcome": {
+                      "enum": [
+                        "accepted",
+                        "held"
+                      ]
+                    },
+                    "deliveryId": {
+                      "type": "string"
+                    },
+                    "runId": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "`conflict`: a verification failure is not replayable (its content was never stored)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "Missing or unknown API key (`unauthenticated`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The key lacks the scope (`forbidden`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "`not_found` (also another tenant's id)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/trigger-subscriptions/{subscriptionId}/dead-letters/replay": {
+      "post": {
+        "operationId": "replayTriggerDeadLetters",
+        "summary": "Replay dead letters in bulk, throttled, on a background job (wopbridge extension)",
+        "security": [
+          {
+            "ApiKeyAuth": [
+              "webhooks:manage"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "name": "subscriptionId",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                  "from": {
+                    "type": "string",
+                    "format": "date-time"
+                  },
+                  "to": {
+                    "type": "string",
+                    "format": "date-time"
+                  },
+                  "all": {
+                    "type": "boolean"
+                  },
+                  "rate": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": 1000,
+                    "description": "Replays per second (default 10)."
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "202": {
+            "description": "Job started",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "jobId"
+                  ],
+                  "properties": {
+                    "jobId": {
+                      "type": "string"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`validation_error`",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "Missing or unknown API key (`unauthenticated`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The key lacks the scope (`forbidden`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "`not_found` (also another tenant's id)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/replay-jobs/{jobId}": {
+      "get": {
+        "operationId": "getReplayJob",
+        "summary": "A bulk replay job (wopbridge extension)",
+        "security": [
+          {
+            "ApiKeyAuth": [
+              "webhooks:manage"
+            ]
+          }
+        ],
+        "parameters": [
+          {
+            "name": "jobId",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "Job status",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "jobId",
+                    "subscriptionId",
+                    "state",
+                    "total",
+                    "replayed",
+                    "delivered",
+                    "failed",
+                    "startedAt"
+                  ],
+                  "properties": {
+                    "jobId": {
+                      "type": "string"
+                    },
+                    "subscriptionId": {
+                      "type": "string"
+                    },
+                    "state": {
+                      "enum": [
+                        "running",
+                        "completed",
+                        "stopped",
+                        "cancelled"
+                      ]
+                    },
+                    "total": {
+                      "type": "integer"
+                    },
+                    "replayed": {
+                      "type": "integer"
+                    },
+                    "delivered": {
+                      "type": "integer"
+                    },
+                    "failed": {
+                      "type": "integer"
+                    },
+                    "startedAt": {
+                      "type": "string",
+                      "format": "date-time"
+                    },
+                    "finishedAt": {
+                      "type": "string",
+                      "format": "date-time"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "Missing or unknown API key (`unauthenticated`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "403": {
+            "description": "The key lacks the scope (`forbidden`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "`not_found` (also another tenant's id)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/metrics": {
+      "get": {
+        "operationId": "getMetrics",
+        "summary": "Prometheus metrics (text exposition 0.0.4); no authentication",
+        "security": [],
+        "responses": {
+          "200": {
+            "description": "Metrics",
+            "content": {
+              "text/plain": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {
@@ -1684,6 +2033,13 @@ const char document[] = R"openapi_json({
           "settings": {
             "type": "object",
             "description": "wopbridge extension: per-subscription connector settings, validated by the connector; never echoed"
+          },
+          "whenNotActive": {
+            "enum": [
+              "refuse",
+              "hold"
+            ],
+            "description": "wopbridge extension: hold accepts events while the subscription is not active (202 outcome held) and delivers them in order on resume; refuse (default) answers 409."
           }
         }
       },
