@@ -7,6 +7,7 @@
 #include <mutex>
 
 namespace wopbridge::testing {
+inline namespace http_client {
 
 namespace {
 
@@ -115,4 +116,5 @@ http_reply perform_streaming(const http_call& call,
     return run(call, &on_data);
 }
 
+} // namespace http_client
 } // namespace wopbridge::testing

@@ -10,6 +10,9 @@
 #include <vector>
 
 namespace wopbridge::testing {
+// Inline namespace: connector_harness.hpp has another testing::http_reply; this keeps the two
+// apart at link time (no TU includes both).
+inline namespace http_client {
 
 using http_headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -38,4 +41,5 @@ http_reply perform(const http_call& call);
 http_reply perform_streaming(const http_call& call,
                              const std::function<bool(const std::string&)>& on_data);
 
+} // namespace http_client
 } // namespace wopbridge::testing

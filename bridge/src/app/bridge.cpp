@@ -3,6 +3,7 @@
 #include "contract/events.hpp"
 #include "contract/state_machine.hpp"
 #include "core/ids.hpp"
+#include "core/metrics.hpp"
 #include "core/secret_box.hpp"
 #include "core/synchronized_random.hpp"
 #include "delivery/delivery_engine.hpp"
@@ -19,6 +20,7 @@
 #include <future>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 
 namespace wopbridge {
@@ -133,6 +135,19 @@ struct bridge::impl final : run_lifecycle_sink {
     std::unique_ptr<scheduler> sched;
 
     std::atomic<int> pending_intake{0};
+    metrics_registry metrics;
+
+    // Bulk replay jobs and the housekeeping timer: real-time background threads, joined by stop().
+    struct replay_job {
+        std::string tenant;
+        replay_job_status status;
+    };
+    std::mutex jobs_mutex;
+    std::condition_variable jobs_cv;
+    bool jobs_stopping = false;
+    std::map<std::string, replay_job> jobs;
+    std::vector<std::thread> job_threads;
+    std::thread housekeeping;
 
     std::mutex mutex; // watchers, seam progress, started flag
     std::condition_variable progress_cv;
@@ -165,7 +180,18 @@ struct bridge::impl final : run_lifecycle_sink {
         opts.attempt_timeout_ms = settings.attempt_timeout_ms;
         opts.dead_letter_retention_days = settings.dead_letter_retention_days;
         engine = std::make_unique<delivery_engine>(*st, *starter, clock, random, opts);
+        declare_metrics();
         engine->set_attempt_listener([this](const attempt_report& rep) {
+            metrics.increment("wopbridge_delivery_attempts_total",
+                              {{"outcome", std::string(to_string(rep.outcome))}});
+            if (rep.outcome == attempt_outcome::dead_lettered) {
+                metrics.increment("wopbridge_dead_letters_total", {{"reason", "retries_exhausted"}});
+            }
+            if (rep.state_changed && rep.state_changed->to == sub_state::active) {
+                // A delivered breaker probe re-activated it: held events follow (the engine's
+                // next pass, at most its idle wait away, claims them).
+                (void)st->release_held(rep.subscription_id, now());
+            }
             if (rep.outcome != attempt_outcome::retrying) {
                 std::lock_guard lock(mutex);
                 reserved_runs.erase(rep.reserved_run_id);
@@ -198,6 +224,7 @@ struct bridge::impl final : run_lifecycle_sink {
     }
 
     ~impl() override {
+        stop_background();
         sched->stop();
         engine->stop();
         starter->stop();
@@ -282,7 +309,57 @@ struct bridge::impl final : run_lifecycle_sink {
 
     // ---- intake ------------------------------------------------------------------------------------
 
-    void submit(const inbound_submission& s, submit_callback done) {
+    static std::string_view outcome_name(submit_status s) {
+        switch (s) {
+        case submit_status::accepted: return "accepted";
+        case submit_status::duplicate: return "duplicate";
+        case submit_status::held: return "held";
+        case submit_status::not_active: return "not_active";
+        case submit_status::signature_invalid: return "signature_invalid";
+        case submit_status::not_found: return "not_found";
+        case submit_status::invalid: return "invalid";
+        case submit_status::overloaded: return "overloaded";
+        case submit_status::unavailable: return "unavailable";
+        }
+        return "unknown";
+    }
+
+    void declare_metrics() {
+        const std::vector<double> latency{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+                                          30, 60, 300};
+        metrics.declare("wopbridge_ingests_total", metric_kind::counter,
+                        "Inbound events by subscription and outcome.", {"subscription", "outcome"});
+        metrics.declare("wopbridge_delivery_attempts_total", metric_kind::counter,
+                        "Delivery attempts by outcome.", {"outcome"});
+        metrics.declare("wopbridge_dead_letters_total", metric_kind::counter,
+                        "Dead letters written, by reason.", {"reason"});
+        metrics.declare("wopbridge_ingest_latency_seconds", metric_kind::histogram,
+                        "Accept to durable commit of an inbound event.", {}, latency);
+        metrics.declare("wopbridge_store_commit_latency_seconds", metric_kind::histogram,
+                        "Intake commit latency as seen by the bridge.", {}, latency);
+        metrics.declare("wopbridge_subscriptions", metric_kind::gauge, "Subscriptions by state.",
+                        {"state"});
+        metrics.declare("wopbridge_replays_total", metric_kind::counter,
+                        "Dead-letter replays committed.", {});
+        metrics.declare("wopbridge_purged_rows_total", metric_kind::counter,
+                        "Expired dedup rows and dead letters removed by housekeeping.", {});
+    }
+
+    void submit(const inbound_submission& s, submit_callback done_in) {
+        millis accepted_at = now();
+        auto done = [this, sub_id = s.subscription_id, accepted_at,
+                     done_in = std::move(done_in)](submit_result r) {
+            // An unknown id is caller-chosen text: never a label value.
+            metrics.increment("wopbridge_ingests_total",
+                              {{"subscription", r.status == submit_status::not_found ? "unknown" : sub_id},
+                               {"outcome", std::string(outcome_name(r.status))}});
+            if (r.status == submit_status::accepted || r.status == submit_status::held) {
+                double secs = static_cast<double>(now() - accepted_at) / 1000.0;
+                metrics.observe("wopbridge_ingest_latency_seconds", {}, secs);
+                metrics.observe("wopbridge_store_commit_latency_seconds", {}, secs);
+            }
+            done_in(std::move(r));
+        };
         auto sub = st->get_subscription(s.subscription_id);
         if (!sub) {
             done(status_only(sub.error() == make_error_code(errc::not_found) ? submit_status::not_found
@@ -291,10 +368,12 @@ struct bridge::impl final : run_lifecycle_sink {
         }
         bool hold = false;
         if (!accepts_intake(sub->state)) {
-            // Extension point: a subscription with `whenNotActive: hold` would set hold = true here and
-            // the delivery is committed `held` (released by store::release_held on resume).
-            done(status_only(submit_status::not_active, "subscription not active"));
-            return;
+            if (!sub->hold_when_not_active) {
+                done(status_only(submit_status::not_active, "subscription not active"));
+                return;
+            }
+            // whenNotActive: hold: committed `held`, released by store::release_held on resume.
+            hold = true;
         }
         if (!box) {
             done(status_only(submit_status::unavailable, "host key unavailable"));
@@ -363,7 +442,13 @@ struct bridge::impl final : run_lifecycle_sink {
                 engine->notify();
                 break;
             case intake_status::duplicate: r.status = submit_status::duplicate; break;
-            case intake_status::held: r.status = submit_status::held; break;
+            case intake_status::held:
+                r.status = submit_status::held;
+                {
+                    std::lock_guard lock(mutex);
+                    reserved_runs[r.run_id] = tenant;
+                }
+                break;
             }
             done(std::move(r));
         });
@@ -380,7 +465,7 @@ struct bridge::impl final : run_lifecycle_sink {
             done(status_only(submit_status::not_found));
             return;
         }
-        if (!accepts_intake(sub->state)) {
+        if (!accepts_intake(sub->state) && !sub->hold_when_not_active) {
             done(status_only(submit_status::not_active, "subscription not active"));
             return;
         }
@@ -409,6 +494,7 @@ struct bridge::impl final : run_lifecycle_sink {
                 done(status_only(submit_status::unavailable, "the refusal could not be recorded"));
                 return;
             }
+            metrics.increment("wopbridge_dead_letters_total", {{"reason", "verification_failed"}});
             done(status_only(submit_status::signature_invalid, "signature verification failed"));
             return;
         }
@@ -466,6 +552,166 @@ struct bridge::impl final : run_lifecycle_sink {
         }
     }
 
+    // ---- replay ------------------------------------------------------------------------------------
+
+    // Every dead letter of a subscription, newest first.
+    result<std::vector<dead_letter>> all_dead_letters(const std::string& sub_id) {
+        std::vector<dead_letter> out;
+        page_request pr;
+        pr.limit = 1000;
+        for (int guard = 0; guard < 100000; ++guard) {
+            auto pg = st->list_dead_letters(sub_id, pr, now());
+            if (!pg) {
+                return pg.error();
+            }
+            out.insert(out.end(), pg->items.begin(), pg->items.end());
+            if (pg->next_cursor.empty()) {
+                break;
+            }
+            pr.cursor = pg->next_cursor;
+        }
+        return out;
+    }
+
+    result<replay_result> replay(const subscription& sub, const dead_letter& dl) {
+        if (dl.reason == dead_letter_reason::verification_failed || dl.delivery_id.empty()) {
+            return make_error_code(errc::conflict); // its content was never stored
+        }
+        auto content = st->delivery_content(dl.delivery_id);
+        if (!content) {
+            return content.error();
+        }
+        intake_request req;
+        req.subscription_id = sub.id;
+        req.tenant = sub.tenant;
+        req.dedup_key = replay_dedup_key(dl.attempt_event_id);
+        req.dedup_enabled = true; // replaying the same dead letter twice is idempotent
+        req.delivery_id = mint("dlv");
+        req.run_id = mint("run");
+        req.received_at = now();
+        req.due_at = now();
+        req.hold = !accepts_intake(sub.state);
+        req.dedup_expires_at = req.received_at + std::max<millis>(settings.dedup_retention_ms,
+                                                                  dl.expires_at - req.received_at);
+        req.content_json = std::move(*content);
+        auto out = st->intake_sync(std::move(req));
+        if (!out) {
+            return out.error();
+        }
+        replay_result r;
+        r.delivery_id = out->delivery_id;
+        r.run_id = out->run_id;
+        r.held = out->status == intake_status::held;
+        r.repeated = out->status == intake_status::duplicate;
+        if (!r.repeated) {
+            metrics.increment("wopbridge_replays_total");
+            std::lock_guard lock(mutex);
+            reserved_runs[r.run_id] = sub.tenant;
+        }
+        engine->notify();
+        return r;
+    }
+
+    void run_replay_job(std::string job_id, subscription sub, std::vector<dead_letter> selected,
+                        double rate) {
+        auto interval = std::chrono::microseconds(
+            static_cast<std::int64_t>(1e6 / std::clamp(rate, 0.01, 10000.0)));
+        std::vector<std::string> pending; // replay deliveries whose outcome is not known yet
+        int consecutive_failures = 0;
+        auto settle = [&](replay_job_status& status) {
+            for (auto it = pending.begin(); it != pending.end();) {
+                auto d = st->get_delivery(*it);
+                if (d && d->status == delivery_status::delivered) {
+                    ++status.delivered;
+                    consecutive_failures = 0;
+                } else if (d && d->status == delivery_status::dead_lettered) {
+                    ++status.failed;
+                    ++consecutive_failures;
+                } else {
+                    ++it;
+                    continue;
+                }
+                it = pending.erase(it);
+            }
+        };
+        auto finish = [&](std::string state) {
+            std::lock_guard lock(jobs_mutex);
+            auto& status = jobs[job_id].status;
+            status.state = std::move(state);
+            status.finished_at = now();
+        };
+        for (const auto& dl : selected) {
+            {
+                std::unique_lock lock(jobs_mutex);
+                if (jobs_cv.wait_for(lock, interval, [&] { return jobs_stopping; })) {
+                    jobs[job_id].status.state = "cancelled";
+                    jobs[job_id].status.finished_at = now();
+                    return;
+                }
+                settle(jobs[job_id].status);
+                if (consecutive_failures >= std::max(1, settings.replay_failure_limit)) {
+                    lock.unlock();
+                    finish("stopped");
+                    return;
+                }
+            }
+            auto r = replay(sub, dl);
+            std::lock_guard lock(jobs_mutex);
+            auto& status = jobs[job_id].status;
+            if (!r) {
+                ++status.failed;
+                ++consecutive_failures;
+            } else {
+                ++status.replayed;
+                pending.push_back(r->delivery_id);
+            }
+        }
+        {
+            std::lock_guard lock(jobs_mutex);
+            settle(jobs[job_id].status);
+        }
+        finish(consecutive_failures >= std::max(1, settings.replay_failure_limit) ? "stopped"
+                                                                                  : "completed");
+    }
+
+    void stop_background() {
+        std::vector<std::thread> threads;
+        {
+            std::lock_guard lock(jobs_mutex);
+            jobs_stopping = true;
+            threads = std::move(job_threads);
+            job_threads.clear();
+        }
+        jobs_cv.notify_all();
+        for (auto& t : threads) {
+            t.join();
+        }
+        if (housekeeping.joinable()) {
+            housekeeping.join();
+        }
+    }
+
+    void start_housekeeping() {
+        {
+            std::lock_guard lock(jobs_mutex);
+            jobs_stopping = false;
+        }
+        housekeeping = std::thread([this] {
+            auto period = std::chrono::milliseconds(std::max<millis>(1000, settings.housekeeping_interval_ms));
+            for (;;) {
+                {
+                    std::unique_lock lock(jobs_mutex);
+                    if (jobs_cv.wait_for(lock, period, [&] { return jobs_stopping; })) {
+                        return;
+                    }
+                }
+                if (auto n = st->purge_expired(now()); n && *n > 0) {
+                    metrics.increment("wopbridge_purged_rows_total", {}, *n);
+                }
+            }
+        });
+    }
+
     result<subscription> make_seam_subscription(const std::string& tenant, source_kind source,
                                                 std::string_view workflow, retry_policy retry) {
         subscription sub;
@@ -514,6 +760,7 @@ result<void> bridge::start() {
         impl_->fail_interrupted_runs();
     }
     impl_->engine->start();
+    impl_->start_housekeeping();
     impl_->refresh_schedules();
     impl_->sched->start();
     return {};
@@ -528,6 +775,7 @@ void bridge::stop() {
         impl_->started = false;
     }
     impl_->sched->stop(); // stop producing ticks before the engine drains
+    impl_->stop_background();
     impl_->engine->stop();
     impl_->starter->stop();
 }
@@ -622,6 +870,7 @@ result<registration_result> bridge::register_subscription(const registration_req
     sub.schedule = req.schedule;
     sub.connector = req.connector;
     sub.connector_settings_json = req.connector_settings_json.empty() ? "{}" : req.connector_settings_json;
+    sub.hold_when_not_active = req.hold_when_not_active;
     sub.origin = subscription::origin_kind::api;
     sub.created_at = sub.updated_at = m.now();
 
@@ -919,6 +1168,112 @@ result<void> bridge::seam_reset(const std::string& tenant) {
 }
 
 result<void> bridge::ready() { return impl_->st->ping(); }
+
+result<replay_result> bridge::replay_dead_letter(const std::string& tenant,
+                                                 const std::string& subscription_id,
+                                                 const std::string& attempt_event_id) {
+    auto& m = *impl_;
+    auto sub = m.owned(tenant, subscription_id);
+    if (!sub) {
+        return sub.error();
+    }
+    auto all = m.all_dead_letters(sub->id);
+    if (!all) {
+        return all.error();
+    }
+    for (const auto& dl : *all) {
+        if (dl.attempt_event_id == attempt_event_id) {
+            return m.replay(*sub, dl);
+        }
+    }
+    return make_error_code(errc::not_found);
+}
+
+result<std::string> bridge::replay_dead_letters(const std::string& tenant,
+                                                const std::string& subscription_id,
+                                                const replay_range& range, double rate_per_second) {
+    auto& m = *impl_;
+    if (!(rate_per_second > 0)) {
+        return make_error_code(errc::invalid_argument);
+    }
+    if (!range.all && !range.from && !range.to) {
+        return make_error_code(errc::invalid_argument); // say which: a range or all
+    }
+    auto sub = m.owned(tenant, subscription_id);
+    if (!sub) {
+        return sub.error();
+    }
+    auto all = m.all_dead_letters(sub->id);
+    if (!all) {
+        return all.error();
+    }
+    std::vector<dead_letter> selected;
+    for (auto it = all->rbegin(); it != all->rend(); ++it) { // oldest first
+        if (it->reason != dead_letter_reason::retries_exhausted) {
+            continue;
+        }
+        if (!range.all && ((range.from && it->dead_lettered_at < *range.from) ||
+                           (range.to && it->dead_lettered_at > *range.to))) {
+            continue;
+        }
+        selected.push_back(*it);
+    }
+    std::string id = m.mint("rpl");
+    std::lock_guard lock(m.jobs_mutex);
+    if (m.jobs_stopping) {
+        return make_error_code(errc::shutting_down);
+    }
+    auto& job = m.jobs[id];
+    job.tenant = tenant;
+    job.status.id = id;
+    job.status.subscription_id = sub->id;
+    job.status.total = static_cast<int>(selected.size());
+    job.status.started_at = m.now();
+    m.job_threads.emplace_back(
+        [&m, id, s = *sub, sel = std::move(selected), rate_per_second]() mutable {
+            m.run_replay_job(id, std::move(s), std::move(sel), rate_per_second);
+        });
+    return id;
+}
+
+result<replay_job_status> bridge::get_replay_job(const std::string& tenant, const std::string& job_id) {
+    std::lock_guard lock(impl_->jobs_mutex);
+    auto it = impl_->jobs.find(job_id);
+    if (it == impl_->jobs.end() || it->second.tenant != tenant) {
+        return make_error_code(errc::not_found);
+    }
+    return it->second.status;
+}
+
+result<int> bridge::purge_expired() {
+    auto n = impl_->st->purge_expired(impl_->now());
+    if (n && *n > 0) {
+        impl_->metrics.increment("wopbridge_purged_rows_total", {}, *n);
+    }
+    return n;
+}
+
+std::string bridge::metrics_text() {
+    auto& m = *impl_;
+    // Snapshots computed at scrape time.
+    if (auto subs = m.st->list_all_subscriptions()) {
+        std::map<std::string, int> by_state{{"active", 0}, {"paused", 0}, {"failed", 0},
+                                            {"dead-lettered", 0}};
+        for (const auto& sub : *subs) {
+            ++by_state[std::string(to_string(sub.state))];
+        }
+        m.metrics.clear("wopbridge_subscriptions");
+        for (const auto& [state, n] : by_state) {
+            m.metrics.set("wopbridge_subscriptions", {{"state", state}}, n);
+        }
+    }
+    std::string text = m.metrics.exposition();
+    auto st = m.st->stats();
+    text += "# HELP wopbridge_store_commits_total Write transactions committed by the store.\n"
+            "# TYPE wopbridge_store_commits_total counter\n"
+            "wopbridge_store_commits_total " + std::to_string(st.commits) + "\n";
+    return text;
+}
 
 int bridge::run_due(millis now) { return impl_->engine->run_due(now); }
 

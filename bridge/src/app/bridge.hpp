@@ -37,6 +37,8 @@ struct bridge_settings {
     bool test_seams = false;
     std::vector<std::string> local_workflows; // workflow ids the run starter can start
     std::string host_key_file;        // 32 random bytes; created 0600 when absent
+    millis housekeeping_interval_ms = 5 * 60 * 1000; // purge_expired period (real time)
+    int replay_failure_limit = 5;     // consecutive failed replays that stop a bulk job
 };
 
 // ---- inputs ----------------------------------------------------------------------------------------
@@ -51,6 +53,7 @@ struct registration_request {
     std::optional<schedule_spec> schedule;   // source: schedule
     std::string connector;                   // optional: a loaded connector instance serves it
     std::string connector_settings_json = "{}";
+    bool hold_when_not_active = false;       // whenNotActive: hold (default refuse = 409)
 };
 
 struct registration_result {
@@ -126,6 +129,33 @@ struct seam_deliver_result {
     int delivered_count = 0;
 };
 
+// ---- operations: replay, housekeeping, metrics --------------------------------------------------------
+
+struct replay_result {
+    std::string delivery_id; // the new delivery (or the earlier replay's, when replayed before)
+    std::string run_id;      // reserved for the run the replay starts
+    bool held = false;       // the subscription is not active: committed held until it is resumed
+    bool repeated = false;   // this dead letter was replayed before: the earlier replay's ids
+};
+
+struct replay_range {
+    std::optional<millis> from; // dead_lettered_at >= from
+    std::optional<millis> to;   // dead_lettered_at <= to
+    bool all = false;           // every replayable dead letter (from/to ignored)
+};
+
+struct replay_job_status {
+    std::string id;
+    std::string subscription_id;
+    std::string state = "running"; // running | completed | stopped (consecutive failures) | cancelled
+    int total = 0;                 // dead letters selected
+    int replayed = 0;              // new deliveries committed
+    int delivered = 0;             // of those, delivered so far
+    int failed = 0;                // dead-lettered again, or could not be replayed
+    millis started_at = 0;
+    millis finished_at = 0;        // 0 while running
+};
+
 // ---- the bridge ------------------------------------------------------------------------------------
 
 class bridge {
@@ -186,6 +216,22 @@ public:
 
     // Readiness: store reachable.
     result<void> ready();
+
+    // Replay of a dead letter (retries_exhausted only; verification failures: conflict): a new
+    // delivery of the stored content whose run.started carries metadata.replayOf = attempt_event_id.
+    result<replay_result> replay_dead_letter(const std::string& tenant, const std::string& subscription_id,
+                                             const std::string& attempt_event_id);
+    // Bulk replay on a background thread, at most `rate_per_second`; stops by itself after
+    // `replay_failure_limit` consecutive replays dead-letter again. Returns the job id.
+    result<std::string> replay_dead_letters(const std::string& tenant, const std::string& subscription_id,
+                                            const replay_range& range, double rate_per_second);
+    result<replay_job_status> get_replay_job(const std::string& tenant, const std::string& job_id);
+
+    // Housekeeping: drops expired dedup rows and dead letters now (also done periodically by start()).
+    result<int> purge_expired();
+
+    // Prometheus text exposition of the bridge's metrics.
+    std::string metrics_text();
 
     // Deterministic driving (tests, with a fake clock): claims and completes every delivery due at
     // `now` in the calling thread. Returns the attempts recorded.

@@ -1,4 +1,5 @@
 // wopbridge: the program. One binary, several subcommands; `serve` is the bridge itself.
+#include "cli/client_http.hpp"
 #include "cli/commands.hpp"
 
 #include <cstdio>
@@ -21,6 +22,10 @@ void print_usage(std::FILE* out) {
                "  connector-check MODULE.so [--config JSON]  run the connector conformance kit on a "
                "module\n"
                "  version                                    print the version\n"
+               "  subscriptions list|show|pause|resume|delete   manage a running bridge (client)\n"
+               "  deliveries list SUB                        a subscription's deliveries (client)\n"
+               "  dead-letters list|replay SUB ...           dead letters and replay (client)\n"
+               "  runs show RUN                              a run's snapshot and event log (client)\n"
                "\n"
                "Every command accepts --help.\n",
                out);
@@ -59,6 +64,9 @@ int main(int argc, char** argv) {
         }
         if (cmd == "connector-check") {
             return wopbridge::cli::run_connector_check(args);
+        }
+        if (cmd == "subscriptions" || cmd == "deliveries" || cmd == "dead-letters" || cmd == "runs") {
+            return wopbridge::cli::run_client(cmd, args);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "wopbridge %s: %s\n", cmd.c_str(), e.what());

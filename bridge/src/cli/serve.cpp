@@ -214,6 +214,7 @@ int run_serve(const std::vector<std::string>& args) {
     log_line("info", "wopbridge.started",
              {{"version", WOPBRIDGE_VERSION},
               {"listen", cfg.server.listen_host + ":" + std::to_string(srv.port())},
+              {"port", srv.port()},
               {"publicUrl", settings.public_url},
               {"store", so.path},
               {"modules", modules},

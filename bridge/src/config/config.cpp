@@ -787,7 +787,8 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
             continue;
         }
         r.check_keys(s, path, {"id", "tenant", "source", "connector", "workflowId", "schedule",
-                               "verification", "signingSecret", "retryPolicy", "dedup", "settings"});
+                               "verification", "signingSecret", "retryPolicy", "dedup", "settings",
+                               "whenNotActive"});
         subscription_config sc;
         sc.line = s.Mark().line + 1;
         sc.column = s.Mark().column + 1;
@@ -864,6 +865,11 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
             }
         }
         r.boolean(s, "dedup", path, sc.dedup);
+        if (reader::present(s["whenNotActive"])) {
+            if (auto m = r.choice(s, "whenNotActive", path, {"refuse", "hold"})) {
+                sc.hold_when_not_active = *m == 1;
+            }
+        }
         sc.settings_json = r.settings_json(s, "settings", path);
         c.subscriptions.push_back(std::move(sc));
     }
@@ -1006,6 +1012,7 @@ std::vector<subscription> make_subscriptions(const config& c, std::map<std::stri
         s.schedule = sc.schedule;
         s.connector = sc.connector;
         s.connector_settings_json = sc.settings_json;
+        s.hold_when_not_active = sc.hold_when_not_active;
         s.origin = subscription::origin_kind::config;
         if (!sc.signing_secret.empty()) {
             secrets[sc.id] = sc.signing_secret;

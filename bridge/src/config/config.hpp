@@ -103,6 +103,7 @@ struct subscription_config {
     std::string settings_json = "{}";  // connector settings for this subscription
     int line = 0;                      // where it was declared
     int column = 0;
+    bool hold_when_not_active = false; // whenNotActive: refuse (default) | hold
 };
 
 struct logging_config {

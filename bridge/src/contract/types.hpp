@@ -109,6 +109,10 @@ struct subscription {
 
     millis created_at = 0;
     millis updated_at = 0;
+
+    // whenNotActive: hold. While not active, verified inbound events are committed `held` instead of
+    // refused with 409, and released in arrival order when the subscription becomes active again.
+    bool hold_when_not_active = false;
 };
 
 // A content-free record of one state change: exactly the trigger.subscription.state.changed payload.

@@ -6,6 +6,8 @@
 #include "core/ids.hpp"
 #include "store/store.hpp"
 
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +27,22 @@ struct delivery_engine::attempt_ctx {
 };
 
 namespace {
+constexpr std::string_view replay_prefix = "replay:";
+
+std::string with_replay_of(const std::string& payload_json, const std::string& attempt_event_id) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(payload_json, ec);
+    if (ec || !v.is_object()) {
+        return payload_json;
+    }
+    auto& o = v.as_object();
+    if (!o["metadata"].is_object()) {
+        o["metadata"] = boost::json::object{};
+    }
+    o["metadata"].as_object()["replayOf"] = attempt_event_id;
+    return boost::json::serialize(v);
+}
+
 constexpr millis idle_wait_ms = 1000;     // longest wait: expired leases and probes are noticed
 constexpr millis busy_wait_floor_ms = 50; // due work that could not be claimed (paused, probing)
 constexpr millis day_ms = 24LL * 3600 * 1000;
@@ -84,6 +102,17 @@ void delivery_engine::notify() {
         notified_ = true;
     }
     cv_.notify_all();
+}
+
+std::string replay_dedup_key(std::string_view attempt_event_id) {
+    return std::string(replay_prefix) + std::string(attempt_event_id);
+}
+
+std::string replay_of(std::string_view dedup_key) {
+    if (dedup_key.substr(0, replay_prefix.size()) != replay_prefix) {
+        return {};
+    }
+    return std::string(dedup_key.substr(replay_prefix.size()));
 }
 
 int delivery_engine::run_due(millis now) {
@@ -312,6 +341,9 @@ bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_
             rec.run_started_event_id = ctx->run_started_event_id;
             rec.run_started_payload_json = events::run_started_payload(
                 {sub.workflow_id, sub.tenant, sub.id, ctx->dlv.id});
+            if (auto of = replay_of(ctx->dlv.dedup_key); !of.empty()) {
+                rec.run_started_payload_json = with_replay_of(rec.run_started_payload_json, of);
+            }
             rec.extra_run_events = follow;
             for (std::size_t i = 0; i < follow.size(); ++i) {
                 rec.extra_run_event_ids.push_back(mint("evt"));

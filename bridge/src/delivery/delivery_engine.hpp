@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct attempt_report {
     attempt_outcome outcome = attempt_outcome::retrying;
     std::optional<state_change> state_changed;
 };
+
+// Deliveries created by a dead-letter replay carry the dedup key "replay:<attemptEventId>": replaying
+// one dead letter twice is a duplicate, and run.started gets metadata.replayOf.
+std::string replay_dedup_key(std::string_view attempt_event_id);
+std::string replay_of(std::string_view dedup_key); // the attempt event id, "" when not a replay
 
 class delivery_engine {
 public:

@@ -3,6 +3,7 @@
 #include "contract/wire.hpp"
 #include "http/api_helpers.hpp"
 #include "http/openapi_document.hpp"
+#include "http/ops_handlers.hpp"
 
 #include <boost/json/array.hpp>
 
@@ -106,6 +107,10 @@ void http_api::dispatch(std::shared_ptr<context> ctx) {
         case route_id::seam_deliver: seam_deliver(*ctx); return;
         case route_id::seam_events: seam_events(*ctx); return;
         case route_id::seam_reset: seam_reset(*ctx); return;
+        case route_id::dead_letter_replay: ops::replay_one(*ctx, bridge_); return;
+        case route_id::dead_letters_replay: ops::replay_bulk(*ctx, bridge_); return;
+        case route_id::replay_job_get: ops::replay_job(*ctx, bridge_); return;
+        case route_id::metrics: ops::metrics(*ctx, bridge_); return;
         case route_id::healthz:
         case route_id::well_known:
         case route_id::openapi: break;

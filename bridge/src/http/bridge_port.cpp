@@ -62,6 +62,19 @@ public:
     }
     result<void> seam_reset(const std::string& tenant) override { return b_.seam_reset(tenant); }
     result<void> ready() override { return b_.ready(); }
+    result<replay_result> replay_dead_letter(const std::string& tenant, const std::string& id,
+                                             const std::string& attempt_event_id) override {
+        return b_.replay_dead_letter(tenant, id, attempt_event_id);
+    }
+    result<std::string> replay_dead_letters(const std::string& tenant, const std::string& id,
+                                            const replay_range& range, double rate) override {
+        return b_.replay_dead_letters(tenant, id, range, rate);
+    }
+    result<replay_job_status> get_replay_job(const std::string& tenant,
+                                             const std::string& job_id) override {
+        return b_.get_replay_job(tenant, job_id);
+    }
+    std::string metrics_text() override { return b_.metrics_text(); }
 
 private:
     bridge& b_;

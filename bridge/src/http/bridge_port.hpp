@@ -44,6 +44,24 @@ public:
     virtual result<void> seam_reset(const std::string& tenant) = 0;
 
     virtual result<void> ready() = 0;
+
+    // Operator routes (http/ops_handlers.cpp). Not pure: fakes that do not serve them answer
+    // unsupported.
+    virtual result<replay_result> replay_dead_letter(const std::string& /*tenant*/,
+                                                     const std::string& /*subscription_id*/,
+                                                     const std::string& /*attempt_event_id*/) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<std::string> replay_dead_letters(const std::string& /*tenant*/,
+                                                    const std::string& /*subscription_id*/,
+                                                    const replay_range& /*range*/, double /*rate*/) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<replay_job_status> get_replay_job(const std::string& /*tenant*/,
+                                                     const std::string& /*job_id*/) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual std::string metrics_text() { return {}; }
 };
 
 // Forwards every call to `b`, which must outlive the port.

@@ -41,7 +41,7 @@ parse_result parse_registration(std::string_view body, const std::string& tenant
     for (const auto& kv : o) {
         if (!is_one_of(kv.key(), {"source", "workflowId", "dedupEnabled", "retryPolicy",
                                   "verification", "inputMapping", "schedule", "connector",
-                                  "settings"})) {
+                                  "settings", "whenNotActive"})) {
             return fail(std::string(kv.key()), "unknown field");
         }
     }
@@ -76,6 +76,13 @@ parse_result parse_registration(std::string_view body, const std::string& tenant
             return fail("dedupEnabled", "dedupEnabled must be a boolean");
         }
         req.dedup_enabled = d->as_bool();
+    }
+
+    if (const auto* w = o.if_contains("whenNotActive")) {
+        if (!w->is_string() || (w->as_string() != "refuse" && w->as_string() != "hold")) {
+            return fail("whenNotActive", "whenNotActive must be \"refuse\" or \"hold\"");
+        }
+        req.hold_when_not_active = w->as_string() == "hold";
     }
 
     if (const auto* rp = o.if_contains("retryPolicy")) {

@@ -7,7 +7,7 @@ namespace wopbridge::http {
 
 namespace {
 
-constexpr std::array<route, 21> routes{{
+constexpr std::array<route, 25> routes{{
     {"GET", "/.well-known/openwop", route_id::well_known, false, ""},
     {"GET", "/v1/openapi.json", route_id::openapi, false, ""},
     {"GET", "/healthz", route_id::healthz, false, ""},
@@ -24,6 +24,12 @@ constexpr std::array<route, 21> routes{{
      route_id::subscription_deliveries, true, "webhooks:manage"},
     {"GET", "/v1/trigger-subscriptions/{subscriptionId}/dead-letters",
      route_id::subscription_dead_letters, true, "webhooks:manage"},
+    {"POST", "/v1/trigger-subscriptions/{subscriptionId}/dead-letters/{attemptEventId}/replay",
+     route_id::dead_letter_replay, true, "webhooks:manage"},
+    {"POST", "/v1/trigger-subscriptions/{subscriptionId}/dead-letters/replay",
+     route_id::dead_letters_replay, true, "webhooks:manage"},
+    {"GET", "/v1/replay-jobs/{jobId}", route_id::replay_job_get, true, "webhooks:manage"},
+    {"GET", "/metrics", route_id::metrics, false, ""},
     {"POST", "/v1/ingest/{subscriptionId}", route_id::ingest, false, "", true},
     {"GET", "/v1/ingest/{subscriptionId}", route_id::ingest, false, "", true},
     {"POST", "/v1/ingest/{subscriptionId}/{connectorPath}", route_id::ingest_connector_path, false,

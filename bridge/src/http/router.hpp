@@ -30,6 +30,10 @@ enum class route_id {
     seam_deliver,
     seam_events,
     seam_reset,
+    dead_letter_replay,      // ops_handlers.cpp
+    dead_letters_replay,
+    replay_job_get,
+    metrics,
 };
 
 struct route {

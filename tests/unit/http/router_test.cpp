@@ -55,7 +55,8 @@ TEST_F(RouterTest, OnlyIngestAndDiscoveryAreUnauthenticated) {
     for (const auto& r : route_table()) {
         bool open_route = r.id == route_id::well_known || r.id == route_id::openapi ||
                           r.id == route_id::healthz || r.id == route_id::readyz ||
-                          r.id == route_id::ingest || r.id == route_id::ingest_connector_path;
+                          r.id == route_id::ingest || r.id == route_id::ingest_connector_path ||
+                          r.id == route_id::metrics; // Prometheus scrape: no auth by default
         EXPECT_EQ(r.authenticated, !open_route) << r.method << " " << r.pattern;
         if (r.pattern.find("/v1/host/sample/") == 0) {
             EXPECT_TRUE(r.seam) << r.pattern;

@@ -12,7 +12,7 @@ struct migration {
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 1> migrations{{
+constexpr std::array<migration, 2> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -131,6 +131,10 @@ CREATE TABLE dead_letters (
 );
 CREATE INDEX dead_letters_newest_first ON dead_letters (subscription_id, seq DESC);
 CREATE INDEX dead_letters_by_expiry ON dead_letters (expires_at);
+)sql"},
+    // whenNotActive: refuse (the contract's 409) | hold.
+    {2, R"sql(
+ALTER TABLE subscriptions ADD COLUMN when_not_active TEXT NOT NULL DEFAULT 'refuse';
 )sql"},
 }};
 

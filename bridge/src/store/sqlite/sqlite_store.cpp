@@ -32,10 +32,10 @@
     "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
     "breaker_probe_interval_ms, verification, webhook_id, secret_fingerprint, sealed_secret, "     \
     "schedule_cron, schedule_time_zone, connector, connector_settings_json, origin, "              \
-    "consecutive_failures, next_probe_at, created_at, updated_at"
+    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active"
 #define WB_SUB_PARAMS                                                                              \
     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "  \
-    "?21, ?22, ?23, ?24, ?25, ?26"
+    "?21, ?22, ?23, ?24, ?25, ?26, ?27"
 #define WB_DLV_COLS                                                                                \
     "d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts, d.due_at, "   \
     "d.received_at, d.updated_at, d.last_error, d.seq"
@@ -113,6 +113,7 @@ result<subscription> read_subscription(const statement& st) {
     s.next_probe_at = st.int64(23);
     s.created_at = st.int64(24);
     s.updated_at = st.int64(25);
+    s.hold_when_not_active = st.text(26) == "hold";
     return s;
 }
 
@@ -145,7 +146,8 @@ void bind_subscription(statement& st, const subscription& s) {
         .bind(23, s.consecutive_failures)
         .bind(24, s.next_probe_at)
         .bind(25, s.created_at)
-        .bind(26, s.updated_at);
+        .bind(26, s.updated_at)
+        .bind(27, std::string(s.hold_when_not_active ? "hold" : "refuse"));
 }
 
 // Reads WB_DLV_COLS; the sort key (seq) is column 11.
@@ -351,7 +353,8 @@ class sqlite_store final : public store {
                 "schedule_time_zone = excluded.schedule_time_zone, "
                 "connector = excluded.connector, "
                 "connector_settings_json = excluded.connector_settings_json, "
-                "origin = excluded.origin, updated_at = excluded.updated_at");
+                "origin = excluded.origin, updated_at = excluded.updated_at, "
+                "when_not_active = excluded.when_not_active");
             bind_subscription(st, s);
             return st.run();
         });

@@ -1,0 +1,168 @@
+#include "http/ops_handlers.hpp"
+
+#include "http/api_helpers.hpp"
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <optional>
+
+namespace wopbridge::http::ops {
+namespace json = boost::json;
+using detail::reply_error;
+using detail::reply_json;
+
+namespace {
+
+constexpr double ops_default_rate = 10;
+constexpr double ops_max_rate = 1000;
+
+// RFC 3339 UTC ("2026-01-02T03:04:05Z" or with ".123"), to epoch milliseconds.
+std::optional<millis> ops_parse_time(std::string_view s) {
+    int y, mo, d, h, mi, sec;
+    char tail[32] = {};
+    std::string text(s);
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%31s", &y, &mo, &d, &h, &mi, &sec, tail) <
+        6) {
+        return std::nullopt;
+    }
+    std::tm tm{};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    millis ms = 0;
+    std::string_view rest(tail);
+    if (!rest.empty() && rest.front() == '.') {
+        rest.remove_prefix(1);
+        int digits = 0;
+        while (!rest.empty() && std::isdigit(static_cast<unsigned char>(rest.front()))) {
+            if (digits < 3) {
+                ms = ms * 10 + (rest.front() - '0');
+            }
+            ++digits;
+            rest.remove_prefix(1);
+        }
+        for (; digits < 3; ++digits) {
+            ms *= 10;
+        }
+    }
+    if (rest != "Z" && rest != "+00:00") {
+        return std::nullopt;
+    }
+    return static_cast<millis>(timegm(&tm)) * 1000 + ms;
+}
+
+std::string ops_format_time(millis ms) {
+    std::time_t t = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(ms % 1000));
+    return buf;
+}
+
+} // namespace
+
+void replay_one(http_api::context& ctx, bridge_port& bridge) {
+    auto r = bridge.replay_dead_letter(ctx.who.tenant, ctx.param("subscriptionId"),
+                                       ctx.param("attemptEventId"));
+    if (!r) {
+        if (r.error() == errc::conflict) {
+            ctx.sink->send(error_response(409, "conflict",
+                                          "this dead letter is not replayable: a verification "
+                                          "failure has no stored content"));
+            return;
+        }
+        reply_error(ctx, r.error());
+        return;
+    }
+    reply_json(ctx, 202,
+               json::object{{"outcome", r->held ? "held" : "accepted"},
+                            {"deliveryId", r->delivery_id},
+                            {"runId", r->run_id}});
+}
+
+void replay_bulk(http_api::context& ctx, bridge_port& bridge) {
+    replay_range range;
+    double rate = ops_default_rate;
+    if (!ctx.req.body.empty()) {
+        boost::system::error_code ec;
+        auto v = json::parse(ctx.req.body, ec);
+        if (ec || !v.is_object()) {
+            ctx.sink->send(validation_error("body", "the body must be a JSON object"));
+            return;
+        }
+        for (const auto& kv : v.as_object()) {
+            const auto key = kv.key();
+            const auto& val = kv.value();
+            if (key == "all") {
+                if (!val.is_bool()) {
+                    ctx.sink->send(validation_error("all", "all must be a boolean"));
+                    return;
+                }
+                range.all = val.as_bool();
+            } else if (key == "from" || key == "to") {
+                std::optional<millis> t;
+                if (val.is_string()) {
+                    t = ops_parse_time(val.as_string());
+                }
+                if (!t) {
+                    ctx.sink->send(validation_error(key, "must be an RFC 3339 UTC timestamp"));
+                    return;
+                }
+                (key == "from" ? range.from : range.to) = t;
+            } else if (key == "rate") {
+                if (!val.is_number() || !(val.to_number<double>() > 0)) {
+                    ctx.sink->send(validation_error("rate", "rate must be a positive number"));
+                    return;
+                }
+                rate = std::min(val.to_number<double>(), ops_max_rate);
+            } else {
+                ctx.sink->send(validation_error(key, "unknown field"));
+                return;
+            }
+        }
+    }
+    if (!range.all && !range.from && !range.to) {
+        ctx.sink->send(validation_error("all", "give from/to or all: true"));
+        return;
+    }
+    auto r = bridge.replay_dead_letters(ctx.who.tenant, ctx.param("subscriptionId"), range, rate);
+    if (!r) {
+        reply_error(ctx, r.error());
+        return;
+    }
+    reply_json(ctx, 202, json::object{{"jobId", *r}});
+}
+
+void replay_job(http_api::context& ctx, bridge_port& bridge) {
+    auto r = bridge.get_replay_job(ctx.who.tenant, ctx.param("jobId"));
+    if (!r) {
+        reply_error(ctx, r.error());
+        return;
+    }
+    json::object o{{"jobId", r->id},           {"subscriptionId", r->subscription_id},
+                   {"state", r->state},        {"total", r->total},
+                   {"replayed", r->replayed},  {"delivered", r->delivered},
+                   {"failed", r->failed},      {"startedAt", ops_format_time(r->started_at)}};
+    if (r->finished_at != 0) {
+        o["finishedAt"] = ops_format_time(r->finished_at);
+    }
+    reply_json(ctx, 200, o);
+}
+
+void metrics(http_api::context& ctx, bridge_port& bridge) {
+    http_response res;
+    res.status = 200;
+    res.set_header("content-type", "text/plain; version=0.0.4; charset=utf-8");
+    res.body = bridge.metrics_text();
+    ctx.sink->send(std::move(res));
+}
+
+} // namespace wopbridge::http::ops

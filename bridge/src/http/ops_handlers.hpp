@@ -1,0 +1,18 @@
+#pragma once
+// Operator routes: dead-letter replay (one and bulk), replay job status, and GET /metrics.
+// Free functions over http_api::context so the api's own files only gain dispatch lines.
+
+#include "http/api.hpp"
+
+namespace wopbridge::http::ops {
+
+// POST /v1/trigger-subscriptions/{subscriptionId}/dead-letters/{attemptEventId}/replay
+void replay_one(http_api::context& ctx, bridge_port& bridge);
+// POST /v1/trigger-subscriptions/{subscriptionId}/dead-letters/replay
+void replay_bulk(http_api::context& ctx, bridge_port& bridge);
+// GET /v1/replay-jobs/{jobId}
+void replay_job(http_api::context& ctx, bridge_port& bridge);
+// GET /metrics (Prometheus text)
+void metrics(http_api::context& ctx, bridge_port& bridge);
+
+} // namespace wopbridge::http::ops

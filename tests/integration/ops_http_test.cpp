@@ -1,0 +1,214 @@
+// Operator routes end to end: a real http::server on 127.0.0.1:0, the real bridge on a temporary
+// SQLite file, libcurl as the client. Held events, dead-letter replay (one and bulk), /metrics.
+
+#include "app/bridge.hpp"
+#include "http/api.hpp"
+#include "http/bridge_port.hpp"
+#include "http/server.hpp"
+#include "store/store.hpp"
+#include "support/http_client.hpp"
+#include "support/scripted_run_starter.hpp"
+#include "support/temp_dir.hpp"
+#include "support/webhook_signer.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace wopbridge {
+namespace {
+
+namespace json = boost::json;
+using testing::http_reply;
+using behaviour = testing::scripted_run_starter::behaviour;
+
+class OpsHttpTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        settings_.host_key_file = dir_.file("host.key");
+        settings_.public_url = "http://127.0.0.1:1";
+        settings_.default_retry = {1, backoff_kind::none, 0, 0, false};
+        settings_.local_workflows = {"wf", "wf-flaky"};
+        sqlite_options o;
+        o.path = dir_.file("bridge.db");
+        auto st = open_sqlite_store(o);
+        ASSERT_TRUE(st.has_value()) << st.error().message();
+        auto starter = std::make_unique<testing::scripted_run_starter>(settings_.local_workflows);
+        starter_ = starter.get();
+        starter_->set_behaviour("wf-flaky", behaviour::permanent);
+        bridge_ = std::make_unique<bridge>(settings_, std::move(*st), std::move(starter), clock_,
+                                           random_);
+        ASSERT_TRUE(bridge_->start().has_value());
+        http::server_options so;
+        so.host = "127.0.0.1";
+        so.port = 0;
+        so.threads = 1;
+        so.worker_threads = 2;
+        server_ = std::make_unique<http::server>(so);
+        port_ = http::make_bridge_port(*bridge_);
+        http::api_options ao;
+        ao.keys = {{"hk_acme", "acme", {"webhooks:manage", "runs:read"}},
+                   {"hk_globex", "globex", {"webhooks:manage", "runs:read"}}};
+        api_ = std::make_unique<http::http_api>(ao, *port_, nullptr, server_->scheduler());
+        ASSERT_TRUE(server_->start(*api_).has_value());
+        base_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    }
+
+    void TearDown() override {
+        if (server_) {
+            server_->stop(std::chrono::seconds(10));
+        }
+        server_.reset();
+        api_.reset();
+        port_.reset();
+        if (bridge_) {
+            bridge_->stop();
+        }
+        bridge_.reset();
+    }
+
+    http_reply call(const std::string& method, const std::string& path, const std::string& body = {},
+                    const std::string& key = "hk_acme", testing::http_headers headers = {}) {
+        testing::http_call c;
+        c.method = method;
+        c.url = base_ + path;
+        c.body = body;
+        c.headers = std::move(headers);
+        if (!key.empty()) {
+            c.headers.emplace_back("Authorization", "Bearer " + key);
+        }
+        if (!body.empty()) {
+            c.headers.emplace_back("Content-Type", "application/json");
+        }
+        return testing::perform(c);
+    }
+
+    struct reg {
+        std::string id, secret, path;
+    };
+
+    reg register_webhook(const std::string& workflow, const std::string& extra = "") {
+        auto r = call("POST", "/v1/trigger-subscriptions",
+                      R"({"source":"webhook","workflowId":")" + workflow + "\"" + extra + "}");
+        EXPECT_EQ(r.status, 201) << r.body;
+        auto v = json::parse(r.body);
+        reg out;
+        out.id = std::string(v.at("subscription").at("subscriptionId").as_string());
+        out.secret = std::string(v.at("binding").at("signingSecret").as_string());
+        std::string url(v.at("binding").at("ingestUrl").as_string());
+        out.path = url.substr(url.find("/v1/ingest/"));
+        return out;
+    }
+
+    http_reply ingest(const reg& r, const std::string& body = R"({"n":1})") {
+        auto ts = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+        return call("POST", r.path, body, "",
+                    testing::standard_webhook_headers(r.secret, testing::fresh_webhook_id(), ts, body));
+    }
+
+    template <class Pred> static bool eventually(Pred pred) {
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+        while (std::chrono::steady_clock::now() < until) {
+            if (pred()) {
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return pred();
+    }
+
+    json::array dead_letters(const std::string& sub) {
+        auto r = call("GET", "/v1/trigger-subscriptions/" + sub + "/dead-letters");
+        if (r.status != 200) {
+            return {};
+        }
+        auto v = json::parse(r.body).as_object();
+        for (const char* k : {"deliveries", "deadLetters", "items"}) {
+            if (auto* a = v.if_contains(k); a && a->is_array()) {
+                return a->as_array();
+            }
+        }
+        return {};
+    }
+
+    testing::temp_dir dir_;
+    system_clock_source clock_;
+    system_random_source random_;
+    bridge_settings settings_;
+    testing::scripted_run_starter* starter_ = nullptr;
+    std::unique_ptr<bridge> bridge_;
+    std::unique_ptr<http::server> server_;
+    std::unique_ptr<http::bridge_port> port_;
+    std::unique_ptr<http::http_api> api_;
+    std::string base_;
+};
+
+TEST_F(OpsHttpTest, HeldWhilePausedThenDeliveredOnResume) {
+    auto r = register_webhook("wf", R"(,"whenNotActive":"hold")");
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + r.id, R"({"state":"paused"})").status, 200);
+    auto held = ingest(r);
+    ASSERT_EQ(held.status, 202) << held.body;
+    auto v = json::parse(held.body);
+    EXPECT_EQ(v.at("outcome"), "held");
+    std::string run_id(v.at("runId").as_string());
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + r.id, R"({"state":"active"})").status, 200);
+    EXPECT_TRUE(eventually([&] { return call("GET", "/v1/runs/" + run_id).status == 200; }));
+
+    auto refuse = register_webhook("wf");
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + refuse.id, R"({"state":"paused"})").status,
+              200);
+    EXPECT_EQ(ingest(refuse).status, 409);
+    EXPECT_EQ(call("POST", "/v1/trigger-subscriptions",
+                   R"({"source":"webhook","workflowId":"wf","whenNotActive":"maybe"})")
+                  .status,
+              400);
+}
+
+TEST_F(OpsHttpTest, ReplayOneAndBulkAndJobStatus) {
+    auto r = register_webhook("wf-flaky");
+    ASSERT_EQ(ingest(r, R"({"n":1})").status, 202);
+    ASSERT_TRUE(eventually([&] { return dead_letters(r.id).size() == 1; }));
+    auto dl = dead_letters(r.id);
+    std::string attempt(dl[0].at("attemptEventId").as_string());
+    starter_->set_behaviour("wf-flaky", behaviour::complete);
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + r.id, R"({"state":"active"})").status, 200);
+
+    auto base = "/v1/trigger-subscriptions/" + r.id + "/dead-letters/";
+    EXPECT_EQ(call("POST", base + attempt + "/replay", "{}", "hk_globex").status, 404);
+    auto one = call("POST", base + attempt + "/replay", "{}");
+    ASSERT_EQ(one.status, 202) << one.body;
+    std::string run_id(json::parse(one.body).at("runId").as_string());
+    ASSERT_TRUE(eventually([&] {
+        auto p = call("GET", "/v1/runs/" + run_id + "/events/poll?timeout=1");
+        return p.status == 200 && p.body.find("replayOf") != std::string::npos;
+    }));
+
+    EXPECT_EQ(call("POST", base + "replay", R"({"rate":0})").status, 400);
+    auto bulk = call("POST", base + "replay", R"({"all":true,"rate":200})");
+    ASSERT_EQ(bulk.status, 202) << bulk.body;
+    std::string job(json::parse(bulk.body).at("jobId").as_string());
+    EXPECT_EQ(call("GET", "/v1/replay-jobs/" + job, "", "hk_globex").status, 404);
+    ASSERT_TRUE(eventually([&] {
+        auto s = call("GET", "/v1/replay-jobs/" + job);
+        return s.status == 200 && json::parse(s.body).at("state") == "completed";
+    }));
+}
+
+TEST_F(OpsHttpTest, MetricsAreServedWithoutCredentials) {
+    auto r = register_webhook("wf");
+    ASSERT_EQ(ingest(r).status, 202);
+    auto m = call("GET", "/metrics", "", "");
+    ASSERT_EQ(m.status, 200);
+    EXPECT_EQ(m.header("content-type").value_or("").rfind("text/plain", 0), 0u);
+    EXPECT_NE(m.body.find("wopbridge_ingests_total{subscription=\"" + r.id + "\",outcome=\"accepted\"} 1"),
+              std::string::npos)
+        << m.body;
+    EXPECT_NE(m.body.find("# TYPE wopbridge_subscriptions gauge"), std::string::npos);
+}
+
+} // namespace
+} // namespace wopbridge
