@@ -158,8 +158,10 @@ header_value parse_header_value(std::string_view text) {
     }
     // RFC 2231 values win over their plain counterparts (filename*= beats filename=).
     for (auto& [name, value] : star_params) {
+        // A plain reference: clang 14 (the fuzz build) cannot capture structured bindings.
+        const std::string& key = name;
         auto it = std::find_if(out.params.begin(), out.params.end(),
-                               [&](const auto& p) { return p.first == name; });
+                               [&](const auto& p) { return p.first == key; });
         if (it != out.params.end()) {
             it->second = value;
         } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -407,12 +408,25 @@ std::shared_ptr<const time_zone> time_zone::load(std::string_view name, std::str
     }
     const char* dir = std::getenv("TZDIR");
     std::string path = std::string(dir && *dir ? dir : "/usr/share/zoneinfo") + "/" + std::string(name);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    // Only regular files: a region directory ("Europe") opens fine but its read throws
+    // std::ios_base::failure out of the streambuf (found by tests/fuzz/cron_fuzz), and a FIFO
+    // would block.
+    std::error_code ec;
+    std::ifstream in;
+    if (std::filesystem::is_regular_file(path, ec)) {
+        in.open(path, std::ios::binary);
+    }
+    if (!in.is_open()) {
         error = "unknown time zone '" + std::string(name) + "' (not in the system tz database)";
         return nullptr;
     }
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string bytes;
+    try {
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::ios_base::failure&) {
+        error = "unknown time zone '" + std::string(name) + "' (unreadable tz database entry)";
+        return nullptr;
+    }
     auto z = time_zone_loader::from_tzif(std::string(name), bytes, error);
     if (!z) {
         return nullptr;
