@@ -1,0 +1,237 @@
+#include "http/api.hpp"
+
+#include "contract/wire.hpp"
+#include "http/api_helpers.hpp"
+#include "http/openapi_document.hpp"
+
+#include <boost/json/array.hpp>
+
+#include <algorithm>
+#include <charconv>
+
+#ifndef WOPBRIDGE_VERSION
+#define WOPBRIDGE_VERSION "0.0.0"
+#endif
+
+namespace wopbridge::http {
+
+namespace json = boost::json;
+
+namespace detail {
+
+bool parse_int(std::string_view text, long long& out, bool allow_negative) {
+    if (text.empty() || (!allow_negative && text.front() == '-') || text.front() == '+') {
+        return false;
+    }
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && p == text.data() + text.size();
+}
+
+} // namespace detail
+
+http_api::http_api(api_options opts, bridge_port& bridge, ingest_router* router,
+                   task_scheduler& tasks)
+    : opts_(std::move(opts)), bridge_(bridge), router_(router), tasks_(tasks), auth_(opts_.keys) {}
+
+http_api::~http_api() = default;
+
+std::size_t http_api::body_limit(std::string_view method, std::string_view path) const {
+    auto m = match_route(route_table(), method, path);
+    if (m.matched && m.matched->ingest_body) {
+        return opts_.ingest_max_body_bytes;
+    }
+    return opts_.max_body_bytes;
+}
+
+void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
+    auto ctx = std::make_shared<context>();
+    ctx->req = std::move(req);
+    ctx->sink = std::move(sink);
+    auto m = match_route(route_table(), ctx->req.method, ctx->req.path);
+    if (m.status == 405) {
+        auto res = error_response(405, "method_not_allowed", "method not allowed on this path");
+        res.set_header("allow", m.allow);
+        ctx->sink->send(std::move(res));
+        return;
+    }
+    if (!m.matched || (m.matched->seam && !bridge_.settings().test_seams)) {
+        ctx->sink->send(error_response(404, "not_found", "no such route"));
+        return;
+    }
+    ctx->matched = m.matched;
+    ctx->params = std::move(m.params);
+    if (m.matched->authenticated) {
+        auto who = auth_.authenticate(ctx->req.header("authorization"));
+        if (!who) {
+            ctx->sink->send(error_response(401, "unauthenticated", "a valid API key is required"));
+            return;
+        }
+        if (!m.matched->scope.empty() && !who->has_scope(m.matched->scope)) {
+            json::object details;
+            details["requiredScope"] = m.matched->scope;
+            ctx->sink->send(error_response(403, "forbidden", "the API key lacks a required scope",
+                                           std::move(details)));
+            return;
+        }
+        ctx->who = std::move(*who);
+    }
+    switch (m.matched->id) {
+    case route_id::healthz:
+        detail::reply_json(*ctx, 200, json::object{{"status", "ok"}});
+        return;
+    case route_id::well_known: well_known(*ctx); return;
+    case route_id::openapi: openapi(*ctx); return;
+    default: break;
+    }
+    // Everything else may touch the store: never on the I/O thread.
+    tasks_.post([this, ctx]() mutable { dispatch(std::move(ctx)); });
+}
+
+void http_api::dispatch(std::shared_ptr<context> ctx) {
+    try {
+        switch (ctx->matched->id) {
+        case route_id::readyz: readyz(*ctx); return;
+        case route_id::subscription_create: create_subscription(*ctx); return;
+        case route_id::subscription_list: list_subscriptions(*ctx); return;
+        case route_id::subscription_get: get_subscription(*ctx); return;
+        case route_id::subscription_patch: patch_subscription(*ctx); return;
+        case route_id::subscription_delete: delete_subscription(*ctx); return;
+        case route_id::subscription_deliveries: list_deliveries(*ctx); return;
+        case route_id::subscription_dead_letters: list_dead_letters(*ctx); return;
+        case route_id::ingest:
+        case route_id::ingest_connector_path: ingest(ctx); return;
+        case route_id::run_get: get_run(*ctx); return;
+        case route_id::run_events_poll: poll_events(ctx); return;
+        case route_id::run_events_stream: stream_events(ctx); return;
+        case route_id::seam_deliver: seam_deliver(*ctx); return;
+        case route_id::seam_events: seam_events(*ctx); return;
+        case route_id::seam_reset: seam_reset(*ctx); return;
+        case route_id::healthz:
+        case route_id::well_known:
+        case route_id::openapi: break;
+        }
+        ctx->sink->send(error_response(404, "not_found", "no such route"));
+    } catch (const std::exception&) {
+        // Handlers report errors as values; an exception here is a bug (bad_alloc at worst).
+        ctx->sink->send(error_response(500, "internal_error", "internal error"));
+    }
+}
+
+void http_api::begin_shutdown() {
+    shutting_down_ = true;
+    std::map<std::uint64_t, std::function<void()>> waiters;
+    {
+        std::lock_guard lock(waiters_mu_);
+        waiters.swap(waiters_);
+    }
+    for (auto& [id, fn] : waiters) {
+        fn();
+    }
+}
+
+std::uint64_t http_api::add_waiter(std::function<void()> on_shutdown) {
+    std::lock_guard lock(waiters_mu_);
+    auto id = next_waiter_++;
+    waiters_.emplace(id, std::move(on_shutdown));
+    return id;
+}
+
+void http_api::remove_waiter(std::uint64_t id) {
+    std::lock_guard lock(waiters_mu_);
+    waiters_.erase(id);
+}
+
+// ---- discovery and health --------------------------------------------------------------------------
+
+json::object http_api::capabilities() const {
+    const auto& s = bridge_.settings();
+    json::object doc;
+    doc["protocolVersion"] = "1.0";
+    doc["supportedEnvelopes"] = json::array();
+    doc["schemaVersions"] = json::object();
+    doc["limits"] = json::object{{"clarificationRounds", 0},
+                                 {"schemaRounds", 0},
+                                 {"envelopesPerTurn", 0},
+                                 {"maxRequestBodyBytes", opts_.max_body_bytes}};
+    doc["implementation"] = json::object{
+        {"name", "wopbridge"}, {"version", WOPBRIDGE_VERSION}, {"vendor", "wopbridge"}};
+    if (std::find(s.local_workflows.begin(), s.local_workflows.end(), "conformance-noop") !=
+        s.local_workflows.end()) {
+        doc["fixtures"] = json::array{"conformance-noop"};
+    }
+
+    // Sources: the two the core serves, plus those loaded connectors contribute.
+    std::vector<std::string> sources{"webhook", "schedule"};
+    std::vector<std::string> external{"webhook"};
+    if (router_) {
+        static const std::vector<std::string> known{"webhook", "schedule", "queue", "email",
+                                                    "form",    "stream",   "change"};
+        static const std::vector<std::string> ingestable{"email", "form", "stream", "change"};
+        for (const auto& src : router_->sources()) {
+            if (std::find(known.begin(), known.end(), src) == known.end()) {
+                continue;
+            }
+            if (std::find(sources.begin(), sources.end(), src) == sources.end()) {
+                sources.push_back(src);
+            }
+            if (std::find(ingestable.begin(), ingestable.end(), src) != ingestable.end() &&
+                std::find(external.begin(), external.end(), src) == external.end()) {
+                external.push_back(src);
+            }
+        }
+    }
+    json::array sources_json;
+    for (const auto& src : sources) {
+        sources_json.emplace_back(src);
+    }
+    json::array external_json;
+    for (const auto& src : external) {
+        external_json.emplace_back(src);
+    }
+
+    json::object ingestion;
+    ingestion["externalSources"] = std::move(external_json);
+    ingestion["maxBodyBytes"] = opts_.ingest_max_body_bytes;
+    ingestion["verification"] = json::array{"webhook-signature"};
+    ingestion["registrationEndpoint"] = true;
+    ingestion["inboundSigning"] = json::array{"standard-webhooks-1"};
+
+    json::object trigger;
+    trigger["supported"] = true;
+    trigger["subscriptionStates"] = json::array{"active", "paused", "failed", "dead-lettered"};
+    trigger["dedup"] = true;
+    trigger["retryPolicy"] = wire::retry_policy(s.default_retry);
+    trigger["sources"] = std::move(sources_json);
+    trigger["ingestion"] = std::move(ingestion);
+    trigger["deadLetter"] = json::object{{"retentionDays", s.dead_letter_retention_days},
+                                         {"maxPageSize", s.dead_letter_max_page_size}};
+    doc["triggerBridge"] = std::move(trigger);
+    doc["deadLetter"] = json::object{{"supported", true},
+                                     {"retentionDays", s.dead_letter_retention_days}};
+    doc["scheduling"] = json::object{{"supported", true}, {"cron", true}};
+    return doc;
+}
+
+void http_api::well_known(context& ctx) {
+    auto res = http_response::json(200, json::serialize(capabilities()));
+    res.set_header("cache-control", "public, max-age=300");
+    ctx.sink->send(std::move(res));
+}
+
+void http_api::openapi(context& ctx) {
+    auto res = http_response::json(200, std::string(openapi_document()));
+    res.set_header("cache-control", "public, max-age=300");
+    ctx.sink->send(std::move(res));
+}
+
+void http_api::readyz(context& ctx) {
+    auto r = bridge_.ready();
+    if (!r) {
+        ctx.sink->send(error_response(503, "service_unavailable", "the store is not reachable",
+                                      std::nullopt, 5));
+        return;
+    }
+    detail::reply_json(ctx, 200, json::object{{"status", "ready"}});
+}
+
+} // namespace wopbridge::http

@@ -1,0 +1,109 @@
+#pragma once
+// The HTTP surface of `wopbridge serve` as a request_handler: routing, bearer auth, the error
+// envelope and every handler. No Asio/Beast here; http::server drives it over sockets and unit tests
+// drive it with in-memory sinks.
+//
+// Lifetime: the api must outlive the server's stop() (in-flight callbacks hold no ownership of it);
+// begin_shutdown() cancels every watch it holds so the bridge calls nothing afterwards.
+
+#include "app/ingest_router.hpp"
+#include "http/auth.hpp"
+#include "http/bridge_port.hpp"
+#include "http/http_message.hpp"
+#include "http/router.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace wopbridge::http {
+
+struct api_options {
+    std::vector<api_key> keys;
+    std::size_t max_body_bytes = 1024 * 1024;        // every route but ingest
+    std::size_t ingest_max_body_bytes = 1024 * 1024; // POST /v1/ingest/...
+    std::chrono::milliseconds sse_keepalive{15000};
+    int poll_default_timeout_s = 30;                   // 1..60
+    int read_batch = 1000;                             // events per read
+};
+
+class http_api final : public request_handler {
+public:
+    // `router` may be null (no connector modules loaded).
+    http_api(api_options opts, bridge_port& bridge, ingest_router* router, task_scheduler& tasks);
+    ~http_api() override;
+
+    std::size_t body_limit(std::string_view method, std::string_view path) const override;
+    void handle(http_request req, std::shared_ptr<response_sink> sink) override;
+    void begin_shutdown() override;
+
+    // The discovery document (GET /.well-known/openwop).
+    boost::json::object capabilities() const;
+
+    struct context {
+        http_request req;
+        std::shared_ptr<response_sink> sink;
+        const route* matched = nullptr;
+        std::map<std::string, std::string> params;
+        principal who;
+        const std::string& param(const std::string& name) const { return params.at(name); }
+    };
+
+private:
+    void dispatch(std::shared_ptr<context> ctx);
+
+    // discovery + health (api.cpp)
+    void well_known(context& ctx);
+    void openapi(context& ctx);
+    void readyz(context& ctx);
+    // subscription_handlers.cpp
+    void create_subscription(context& ctx);
+    void list_subscriptions(context& ctx);
+    void get_subscription(context& ctx);
+    void patch_subscription(context& ctx);
+    void delete_subscription(context& ctx);
+    void list_deliveries(context& ctx);
+    void list_dead_letters(context& ctx);
+    // ingest_handlers.cpp
+    void ingest(std::shared_ptr<context> ctx);
+    // run_handlers.cpp
+    void get_run(context& ctx);
+    void poll_events(std::shared_ptr<context> ctx);
+    void stream_events(std::shared_ptr<context> ctx);
+    // seam_handlers.cpp
+    void seam_deliver(context& ctx);
+    void seam_events(context& ctx);
+    void seam_reset(context& ctx);
+
+    // Long polls and streams register here so begin_shutdown() can end them.
+    std::uint64_t add_waiter(std::function<void()> on_shutdown);
+    void remove_waiter(std::uint64_t id);
+
+    struct poll_wait;
+    struct sse_session;
+    void finish_poll(const std::shared_ptr<poll_wait>& w, http_response res);
+    void pump_sse(const std::shared_ptr<sse_session>& s);
+    void end_sse(const std::shared_ptr<sse_session>& s, bool close_stream);
+    void arm_keepalive(const std::shared_ptr<sse_session>& s);
+
+    api_options opts_;
+    bridge_port& bridge_;
+    ingest_router* router_;
+    task_scheduler& tasks_;
+    authenticator auth_;
+
+    std::mutex waiters_mu_;
+    std::map<std::uint64_t, std::function<void()>> waiters_;
+    std::uint64_t next_waiter_ = 1;
+    std::atomic<bool> shutting_down_{false};
+};
+
+} // namespace wopbridge::http

@@ -1,0 +1,23 @@
+#pragma once
+// Small helpers shared by the handler files (not part of the public HTTP API).
+
+#include "http/api.hpp"
+#include "http/error_mapping.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+namespace wopbridge::http::detail {
+
+inline void reply_json(http_api::context& ctx, int status, const boost::json::value& body) {
+    ctx.sink->send(http_response::json(status, boost::json::serialize(body)));
+}
+
+inline void reply_error(http_api::context& ctx, const boost::system::error_code& ec) {
+    ctx.sink->send(error_response(ec));
+}
+
+// Parses a decimal integer; false on anything else (no sign unless allow_negative).
+bool parse_int(std::string_view text, long long& out, bool allow_negative = false);
+
+} // namespace wopbridge::http::detail

@@ -1,0 +1,52 @@
+#pragma once
+// The slice of wopbridge::bridge the HTTP handlers call, as an interface: production wraps the real
+// bridge (make_bridge_port), unit tests substitute a fake so handlers are tested without a store.
+
+#include "app/bridge.hpp"
+
+#include <memory>
+
+namespace wopbridge::http {
+
+class bridge_port {
+public:
+    virtual ~bridge_port() = default;
+
+    virtual const bridge_settings& settings() const = 0;
+
+    virtual result<registration_result> register_subscription(const registration_request& req) = 0;
+    virtual result<std::vector<subscription>> list_subscriptions(const std::string& tenant) = 0;
+    virtual result<subscription_view> get_subscription(const std::string& tenant,
+                                                       const std::string& id) = 0;
+    virtual result<subscription> set_state(const std::string& tenant, const std::string& id,
+                                           sub_state to) = 0;
+    virtual result<void> delete_subscription(const std::string& tenant, const std::string& id) = 0;
+    virtual result<page<delivery>> list_deliveries(const std::string& tenant, const std::string& id,
+                                                   const page_request& req) = 0;
+    virtual result<page<dead_letter>> list_dead_letters(const std::string& tenant,
+                                                        const std::string& id,
+                                                        const page_request& req) = 0;
+    virtual result<subscription> find_subscription(const std::string& id) = 0;
+
+    virtual void ingest_webhook(const std::string& subscription_id, const inbound_http_request& req,
+                                submit_callback done) = 0;
+
+    virtual result<run_record> get_run(const std::string& tenant, const std::string& run_id) = 0;
+    virtual result<poll_result> read_events(const std::string& tenant, const std::string& run_id,
+                                            std::int64_t after_sequence, int limit) = 0;
+    virtual std::uint64_t watch_run(const std::string& run_id, std::int64_t after_sequence,
+                                    std::function<void()> notify) = 0;
+    virtual void cancel_watch(std::uint64_t token) = 0;
+
+    virtual result<seam_deliver_result> seam_deliver(const seam_deliver_request& req) = 0;
+    virtual result<std::vector<run_event>> seam_events(const std::string& tenant,
+                                                       const std::string& run_id) = 0;
+    virtual result<void> seam_reset(const std::string& tenant) = 0;
+
+    virtual result<void> ready() = 0;
+};
+
+// Forwards every call to `b`, which must outlive the port.
+std::unique_ptr<bridge_port> make_bridge_port(bridge& b);
+
+} // namespace wopbridge::http
