@@ -374,10 +374,13 @@ struct webhook_dispatcher::impl {
         while (!stopping.load() || !active.empty()) {
             millis now = clock.now_ms();
             int wait = 1000;
+            bool due = false;
+            // A cheap read first: the claim is a write transaction (an fsync), so only when due.
             if (auto next = st.outbound_next_due_at(); next && *next) {
                 wait = static_cast<int>(std::clamp<millis>(**next - now, 0, 1000));
+                due = **next <= now;
             }
-            auto [settled, claimed] = pump(now, !stopping.load(), 0);
+            auto [settled, claimed] = pump(now, due && !stopping.load(), 0);
             (void)settled;
             if (claimed == 0 || active.size() >= static_cast<std::size_t>(opts.max_in_flight)) {
                 curl_multi_poll(multi, nullptr, 0, active.empty() ? std::max(wait, 10) : 50,
