@@ -62,6 +62,7 @@ public:
     }
     result<void> seam_reset(const std::string& tenant) override { return b_.seam_reset(tenant); }
     result<void> ready() override { return b_.ready(); }
+    outbound::webhook_dispatcher* webhooks() override { return b_.webhooks(); }
 
 private:
     bridge& b_;

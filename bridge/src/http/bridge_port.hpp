@@ -44,6 +44,9 @@ public:
     virtual result<void> seam_reset(const std::string& tenant) = 0;
 
     virtual result<void> ready() = 0;
+
+    // Outbound run-event webhooks; null when the host has none (fakes, no host key).
+    virtual outbound::webhook_dispatcher* webhooks() { return nullptr; }
 };
 
 // Forwards every call to `b`, which must outlive the port.

@@ -30,6 +30,11 @@ enum class route_id {
     seam_deliver,
     seam_events,
     seam_reset,
+    // outbound run-event webhooks (webhook_handlers.cpp)
+    webhook_create,
+    webhook_list,
+    webhook_delete,
+    webhook_dead_letters,
 };
 
 struct route {
