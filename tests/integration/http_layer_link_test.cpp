@@ -14,3 +14,4 @@
 #include "../../bridge/src/http/seam_handlers.cpp"
 #include "../../bridge/src/http/server.cpp"
 #include "../../bridge/src/http/subscription_handlers.cpp"
+#include "../../bridge/src/http/webhook_handlers.cpp"
