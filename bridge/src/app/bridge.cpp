@@ -1,4 +1,5 @@
 #include "app/bridge.hpp"
+#include "app/observed_store.hpp"
 
 #include "contract/events.hpp"
 #include "contract/state_machine.hpp"
@@ -8,6 +9,7 @@
 #include "core/synchronized_random.hpp"
 #include "delivery/delivery_engine.hpp"
 #include "intake/webhook_intake.hpp"
+#include "outbound/webhook_dispatcher.hpp"
 #include "runs/run_starter.hpp"
 #include "schedule/scheduler.hpp"
 
@@ -165,10 +167,26 @@ struct bridge::impl final : run_lifecycle_sink {
     std::map<std::uint64_t, watcher> watchers;
     std::uint64_t next_token = 1;
 
+    std::mutex observers_mutex;
+    std::vector<std::function<void(const run_event&)>> observers;
+    std::unique_ptr<outbound::webhook_dispatcher> webhooks; // destroyed before the store
+
+    void notify_run_event(const run_event& e) {
+        std::vector<std::function<void(const run_event&)>> copy;
+        {
+            std::lock_guard lock(observers_mutex);
+            copy = observers;
+        }
+        for (const auto& f : copy) {
+            f(e);
+        }
+    }
+
     impl(bridge_settings s, std::unique_ptr<store> store_in, std::unique_ptr<run_starter> starter_in,
          clock_source& clock_in, random_source& random_in)
         : settings(std::move(s)),
-          st(std::move(store_in)),
+          st(make_observed_store(std::move(store_in),
+                                 [this](const run_event& e) { notify_run_event(e); })),
           starter(std::make_unique<seam_aware_starter>(std::move(starter_in), settings.test_seams)),
           clock(clock_in),
           random(random_in),
@@ -208,6 +226,16 @@ struct bridge::impl final : run_lifecycle_sink {
             progress_cv.notify_all();
         });
         starter->set_lifecycle_sink(this);
+        if (box) {
+            outbound::dispatcher_options wo;
+            wo.durable = settings.webhooks_durable;
+            wo.allow_loopback_http = settings.webhooks_allow_loopback_http;
+            wo.retry = settings.default_retry;
+            wo.dead_letter_retention_days = settings.dead_letter_retention_days;
+            wo.version = WOPBRIDGE_VERSION;
+            webhooks = std::make_unique<outbound::webhook_dispatcher>(*st, *box, clock, random, wo);
+            observers.push_back([w = webhooks.get()](const run_event& e) { w->on_run_event(e); });
+        }
         sched = std::make_unique<scheduler>(
             clock, [this](const inbound_submission& s) { submit(s, [](submit_result) {}); },
             [this](const std::string& id) -> std::optional<sub_state> {
@@ -226,6 +254,9 @@ struct bridge::impl final : run_lifecycle_sink {
     ~impl() override {
         stop_background();
         sched->stop();
+        if (webhooks) {
+            webhooks->stop();
+        }
         engine->stop();
         starter->stop();
         starter->set_lifecycle_sink(nullptr);
@@ -761,6 +792,9 @@ result<void> bridge::start() {
     }
     impl_->engine->start();
     impl_->start_housekeeping();
+    if (impl_->webhooks) {
+        impl_->webhooks->start();
+    }
     impl_->refresh_schedules();
     impl_->sched->start();
     return {};
@@ -778,6 +812,9 @@ void bridge::stop() {
     impl_->stop_background();
     impl_->engine->stop();
     impl_->starter->stop();
+    if (impl_->webhooks) {
+        impl_->webhooks->stop(); // after the engine: its last run events are already in the outbox
+    }
 }
 
 const bridge_settings& bridge::settings() const noexcept { return impl_->settings; }
@@ -1278,5 +1315,12 @@ std::string bridge::metrics_text() {
 int bridge::run_due(millis now) { return impl_->engine->run_due(now); }
 
 int bridge::run_schedules_due(millis now) { return impl_->sched->run_due(now); }
+
+void bridge::add_run_event_observer(std::function<void(const run_event&)> observer) {
+    std::lock_guard lock(impl_->observers_mutex);
+    impl_->observers.push_back(std::move(observer));
+}
+
+outbound::webhook_dispatcher* bridge::webhooks() noexcept { return impl_->webhooks.get(); }
 
 } // namespace wopbridge

@@ -20,6 +20,9 @@ namespace wopbridge {
 
 class run_starter;
 class delivery_engine;
+namespace outbound {
+class webhook_dispatcher;
+}
 
 // ---- configuration the bridge needs (filled from config/) ------------------------------------------
 
@@ -39,6 +42,9 @@ struct bridge_settings {
     std::string host_key_file;        // 32 random bytes; created 0600 when absent
     millis housekeeping_interval_ms = 5 * 60 * 1000; // purge_expired period (real time)
     int replay_failure_limit = 5;     // consecutive failed replays that stop a bulk job
+    // Outbound run-event webhooks (config `webhooks:`; bridge/src/outbound/).
+    bool webhooks_durable = false;             // retries + dead letters instead of best effort
+    bool webhooks_allow_loopback_http = false; // admit http://127.0.0.1:<port> (tests, local dev)
 };
 
 // ---- inputs ----------------------------------------------------------------------------------------
@@ -238,6 +244,15 @@ public:
     int run_due(millis now);
     // The same for the scheduler: submits every schedule tick due at `now` (tests, tick seam).
     int run_schedules_due(millis now);
+
+    // ---- appended: run-event observers and outbound webhooks ----
+    // `observer` is called after the commit of every run event appended through the bridge (from
+    // the appending thread; it must not block). Observers cannot be removed; add them before
+    // start().
+    void add_run_event_observer(std::function<void(const run_event&)> observer);
+    // The outbound webhook dispatcher (webhooks.md), owned by the bridge and started/stopped with
+    // it; null when the host key is unavailable.
+    outbound::webhook_dispatcher* webhooks() noexcept;
 
     struct impl;
 

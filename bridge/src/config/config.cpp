@@ -909,7 +909,8 @@ config_load_result parse_config(std::string_view text, const std::string& file_n
     }
     try {
         r.check_keys(root, "", {"server", "auth", "store", "runs", "delivery", "deadLetter",
-                                "connectors", "subscriptions", "hostKeyFile", "logging", "testSeams"});
+                                "connectors", "subscriptions", "hostKeyFile", "logging", "testSeams",
+                                "webhooks"});
         if (reader::present(root["server"])) {
             read_server(r, root["server"], c);
         }
@@ -947,6 +948,12 @@ config_load_result parse_config(std::string_view text, const std::string& file_n
             }
         }
         r.boolean(root, "testSeams", "", c.test_seams);
+        YAML::Node webhooks = root["webhooks"];
+        if (reader::present(webhooks) && r.expect_map(webhooks, "webhooks")) {
+            r.check_keys(webhooks, "webhooks", {"durable", "allowLoopbackHttp"});
+            r.boolean(webhooks, "durable", "webhooks", c.webhooks.durable);
+            r.boolean(webhooks, "allowLoopbackHttp", "webhooks", c.webhooks.allow_loopback_http);
+        }
     } catch (const YAML::Exception& e) {
         // Defensive: yaml-cpp throws on odd node shapes (e.g. a sequence indexed by key).
         r.error(e.mark, "YAML error: " + e.msg);
@@ -993,6 +1000,8 @@ bridge_settings make_bridge_settings(const config& c) {
         }
     }
     s.host_key_file = c.host_key_file;
+    s.webhooks_durable = c.webhooks.durable;
+    s.webhooks_allow_loopback_http = c.webhooks.allow_loopback_http;
     return s;
 }
 

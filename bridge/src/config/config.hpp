@@ -110,6 +110,12 @@ struct logging_config {
     std::string level = "info"; // trace debug info warn error
 };
 
+// `webhooks:` — outbound run-event webhooks (bridge/src/outbound/).
+struct webhooks_config {
+    bool durable = false;             // retries + dead letters instead of best effort
+    bool allow_loopback_http = false; // admit http://127.0.0.1:<port> URLs (tests, local dev only)
+};
+
 struct config {
     std::string file;                  // as given
     std::filesystem::path base_dir;    // the config file's directory (absolute)
@@ -124,6 +130,7 @@ struct config {
     std::string host_key_file;         // absolute
     logging_config logging;
     bool test_seams = false;
+    webhooks_config webhooks;
 };
 
 // Environment lookup (injected for tests); nullopt = not set.

@@ -111,6 +111,10 @@ void http_api::dispatch(std::shared_ptr<context> ctx) {
         case route_id::dead_letters_replay: ops::replay_bulk(*ctx, bridge_); return;
         case route_id::replay_job_get: ops::replay_job(*ctx, bridge_); return;
         case route_id::metrics: ops::metrics(*ctx, bridge_); return;
+        case route_id::webhook_create: create_webhook(*ctx); return;
+        case route_id::webhook_list: list_webhooks(*ctx); return;
+        case route_id::webhook_delete: delete_webhook(*ctx); return;
+        case route_id::webhook_dead_letters: list_webhook_dead_letters(*ctx); return;
         case route_id::healthz:
         case route_id::well_known:
         case route_id::openapi: break;
@@ -214,6 +218,11 @@ json::object http_api::capabilities() const {
     doc["deadLetter"] = json::object{{"supported", true},
                                      {"retentionDays", s.dead_letter_retention_days}};
     doc["scheduling"] = json::object{{"supported", true}, {"cron", true}};
+    if (bridge_.webhooks() != nullptr) {
+        doc["webhooks"] = json::object{{"supported", true},
+                                       {"signatureAlgorithms", json::array{"v1"}},
+                                       {"durable", s.webhooks_durable}};
+    }
     return doc;
 }
 

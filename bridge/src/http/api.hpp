@@ -82,6 +82,11 @@ private:
     void seam_deliver(context& ctx);
     void seam_events(context& ctx);
     void seam_reset(context& ctx);
+    // webhook_handlers.cpp (outbound run-event webhooks)
+    void create_webhook(context& ctx);
+    void list_webhooks(context& ctx);
+    void delete_webhook(context& ctx);
+    void list_webhook_dead_letters(context& ctx);
 
     // Long polls and streams register here so begin_shutdown() can end them.
     std::uint64_t add_waiter(std::function<void()> on_shutdown);

@@ -75,6 +75,7 @@ public:
         return b_.get_replay_job(tenant, job_id);
     }
     std::string metrics_text() override { return b_.metrics_text(); }
+    outbound::webhook_dispatcher* webhooks() override { return b_.webhooks(); }
 
 private:
     bridge& b_;

@@ -62,6 +62,8 @@ public:
         return make_error_code(errc::unsupported);
     }
     virtual std::string metrics_text() { return {}; }
+    // Outbound run-event webhooks; null when the host has none (fakes, no host key).
+    virtual outbound::webhook_dispatcher* webhooks() { return nullptr; }
 };
 
 // Forwards every call to `b`, which must outlive the port.

@@ -7,7 +7,7 @@ namespace wopbridge::http {
 
 namespace {
 
-constexpr std::array<route, 25> routes{{
+constexpr std::array<route, 29> routes{{
     {"GET", "/.well-known/openwop", route_id::well_known, false, ""},
     {"GET", "/v1/openapi.json", route_id::openapi, false, ""},
     {"GET", "/healthz", route_id::healthz, false, ""},
@@ -36,6 +36,11 @@ constexpr std::array<route, 25> routes{{
      "", true, false, true},
     {"GET", "/v1/ingest/{subscriptionId}/{connectorPath}", route_id::ingest_connector_path, false,
      "", true, false, true},
+    {"POST", "/v1/webhooks", route_id::webhook_create, true, "webhooks:manage"},
+    {"GET", "/v1/webhooks", route_id::webhook_list, true, "webhooks:manage"},
+    {"DELETE", "/v1/webhooks/{webhookId}", route_id::webhook_delete, true, "webhooks:manage"},
+    {"GET", "/v1/webhooks/{webhookId}/dead-letters", route_id::webhook_dead_letters, true,
+     "webhooks:manage"},
     {"GET", "/v1/runs/{runId}", route_id::run_get, true, "runs:read"},
     {"GET", "/v1/runs/{runId}/events/poll", route_id::run_events_poll, true, "runs:read"},
     {"GET", "/v1/runs/{runId}/events", route_id::run_events_stream, true, "runs:read"},

@@ -34,6 +34,11 @@ enum class route_id {
     dead_letters_replay,
     replay_job_get,
     metrics,
+    // outbound run-event webhooks (webhook_handlers.cpp)
+    webhook_create,
+    webhook_list,
+    webhook_delete,
+    webhook_dead_letters,
 };
 
 struct route {

@@ -105,6 +105,78 @@ struct store_stats {
     std::uint64_t round_trips = 0;     // statements sent to a database server (networked backends)
 };
 
+// ---- outbound webhooks (webhooks.md; bridge/src/outbound/) ---------------------------------------
+
+// A run-event webhook subscription. The secrets are sealed (core/secret_box); reads never carry them.
+struct outbound_webhook {
+    std::string id;
+    std::string tenant;                 // the workspace whose runs it receives
+    std::string url;
+    std::vector<std::string> events;    // RunEventType values
+    std::vector<std::string> tags;
+    std::string sealed_secret;          // the host-generated v1 secret
+    std::string sealed_standard_secret; // optional subscriber "whsec_" secret (Standard Webhooks)
+    std::string secret_fingerprint;     // first 8 hex of sha256(secret)
+    sub_state state = sub_state::active;
+    int consecutive_failures = 0;
+    millis breaker_open_until = 0;      // best-effort breaker: 0 = closed
+    millis created_at = 0;
+    millis updated_at = 0;
+};
+
+// One (webhook, run event) delivery of the outbox. Status: pending, in_flight, delivered, failed
+// (best-effort, not retried), skipped (best-effort breaker open), dead_lettered.
+struct outbound_delivery {
+    std::string id;
+    std::string webhook_id;
+    std::string run_id;
+    std::int64_t sequence = 0;
+    std::string event_type;
+    std::string status;
+    int attempts = 0;
+    millis due_at = 0;
+    millis created_at = 0;
+    std::string last_error; // content-free
+};
+
+struct outbound_state_change {
+    std::string webhook_id;
+    sub_state from = sub_state::active;
+    sub_state to = sub_state::active;
+    std::string reason; // kebab-case: retry-exhausted, failure-threshold
+    millis at = 0;
+};
+
+// The outcome of one outbound attempt, written in one transaction.
+struct outbound_attempt {
+    std::string delivery_id;
+    std::string webhook_id;
+    millis at = 0;
+    std::string status;       // delivered | pending (retry) | failed | skipped | dead_lettered
+    bool counted_attempt = true; // false for a breaker skip (nothing was sent)
+    bool failure = false;        // a failed send: counted in the 7-day failure window
+    millis next_due_at = 0;      // status pending
+    std::string error;           // content-free
+    int consecutive_failures = 0;
+    millis breaker_open_until = 0;
+    std::optional<outbound_state_change> state_change;
+    millis dead_letter_expires_at = 0; // status dead_lettered
+};
+
+struct outbound_dead_letter {
+    std::string webhook_id;
+    std::string delivery_id;
+    std::string run_id;
+    std::int64_t sequence = 0;
+    std::string event_type;
+    int attempts = 0;
+    std::string reason; // retries_exhausted
+    std::string last_error;
+    millis dead_lettered_at = 0;
+    millis expires_at = 0;
+    std::optional<outbound_state_change> state_change;
+};
+
 // ---- the interface --------------------------------------------------------------------------------
 
 class store {
@@ -174,6 +246,54 @@ public:
 
     // Counters since open (backends without counters report zeros).
     virtual store_stats stats() const { return {}; }
+
+    // ---- outbound webhooks (appended; backends without them answer unsupported) ----
+    // Backends that can, enqueue the outbox rows for every subscribed webhook in the same
+    // transaction as the run event (append_run_event / record_attempt); enqueue_outbound does the
+    // same explicitly and is idempotent on (webhook_id, run_id, sequence).
+    virtual result<void> insert_outbound_webhook(const outbound_webhook&) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<outbound_webhook> get_outbound_webhook(const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<std::vector<outbound_webhook>> list_outbound_webhooks(const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<void> delete_outbound_webhook(const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<int> enqueue_outbound(const std::string&, std::int64_t, millis) {
+        return make_error_code(errc::unsupported);
+    }
+    // Claims up to `limit` due deliveries of active webhooks (pending and due, or in_flight with an
+    // expired lease), at most `per_webhook_limit` in flight per webhook, leased until now + lease_ms.
+    virtual result<std::vector<outbound_delivery>> claim_outbound_due(millis, int, int, millis) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<void> record_outbound_attempt(const outbound_attempt&) {
+        return make_error_code(errc::unsupported);
+    }
+    // Failed sends of a webhook at or after `since` (the best-effort 7-day window).
+    virtual result<int> count_outbound_failures(const std::string&, millis) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<std::optional<millis>> outbound_next_due_at() {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<std::vector<outbound_delivery>> list_outbound_deliveries(const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
+    // Newest first; a cursor minted for another webhook -> invalid_argument.
+    virtual result<page<outbound_dead_letter>> list_outbound_dead_letters(const std::string&,
+                                                                          const page_request&,
+                                                                          millis) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<std::vector<outbound_state_change>> list_outbound_state_changes(
+        const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
 };
 
 struct sqlite_options {

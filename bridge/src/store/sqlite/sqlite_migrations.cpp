@@ -136,6 +136,76 @@ CREATE INDEX dead_letters_by_expiry ON dead_letters (expires_at);
     {2, R"sql(
 ALTER TABLE subscriptions ADD COLUMN when_not_active TEXT NOT NULL DEFAULT 'refuse';
 )sql"},
+    // 3: outbound run-event webhooks (bridge/src/outbound/): subscriptions, the outbox (one row per
+    // (webhook, run event), written in the run event's own transaction), the failure window, dead
+    // letters and state changes.
+    {3, R"sql(
+CREATE TABLE outbound_webhooks (
+    id                     TEXT PRIMARY KEY,
+    tenant                 TEXT NOT NULL,
+    url                    TEXT NOT NULL,
+    events_json            TEXT NOT NULL,
+    tags_json              TEXT NOT NULL,
+    sealed_secret          TEXT NOT NULL,
+    sealed_standard_secret TEXT NOT NULL,
+    secret_fingerprint     TEXT NOT NULL,
+    state                  TEXT NOT NULL,
+    consecutive_failures   INTEGER NOT NULL,
+    breaker_open_until     INTEGER NOT NULL,
+    created_at             INTEGER NOT NULL,
+    updated_at             INTEGER NOT NULL
+);
+CREATE INDEX outbound_webhooks_by_tenant ON outbound_webhooks (tenant, id);
+
+CREATE TABLE outbound_deliveries (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          TEXT NOT NULL UNIQUE,
+    webhook_id  TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    run_id      TEXT NOT NULL,
+    sequence    INTEGER NOT NULL,
+    event_type  TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    attempts    INTEGER NOT NULL,
+    due_at      INTEGER NOT NULL,
+    lease_until INTEGER NOT NULL,
+    last_error  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    UNIQUE (webhook_id, run_id, sequence)
+);
+CREATE INDEX outbound_deliveries_due ON outbound_deliveries (status, due_at);
+
+CREATE TABLE outbound_failures (
+    webhook_id TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    at         INTEGER NOT NULL
+);
+CREATE INDEX outbound_failures_by_webhook ON outbound_failures (webhook_id, at);
+
+CREATE TABLE outbound_state_changes (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    webhook_id TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    from_state TEXT NOT NULL,
+    to_state   TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    at         INTEGER NOT NULL
+);
+
+CREATE TABLE outbound_dead_letters (
+    seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+    webhook_id       TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    delivery_id      TEXT NOT NULL,
+    run_id           TEXT NOT NULL,
+    sequence         INTEGER NOT NULL,
+    event_type       TEXT NOT NULL,
+    attempts         INTEGER NOT NULL,
+    reason           TEXT NOT NULL,
+    last_error       TEXT NOT NULL,
+    state_change_seq INTEGER,
+    dead_lettered_at INTEGER NOT NULL,
+    expires_at       INTEGER NOT NULL
+);
+CREATE INDEX outbound_dead_letters_by_webhook ON outbound_dead_letters (webhook_id, seq);
+)sql"},
 }};
 
 result<int> current_version(connection& conn) {

@@ -3,6 +3,7 @@
 // the reads. WAL lets reads proceed while a batch commits.
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_migrations.hpp"
+#include "store/sqlite/sqlite_outbound.hpp"
 #include "store/store.hpp"
 #include "store/store_codec.hpp"
 
@@ -263,7 +264,13 @@ result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
         "FROM run_events WHERE run_id = ?1 RETURNING sequence");
     st.bind(1, run_id).bind(2, event_id).bind(3, type).bind(4, payload).bind(5, at);
     st.bind_or_null(6, causation_id);
-    return returning_int64(st);
+    auto sequence = returning_int64(st);
+    if (!sequence) {
+        return sequence;
+    }
+    // Transactional outbox: the run event and its outbound webhook deliveries commit together.
+    WB_TRY(sqlite::outbound::enqueue(c, run_id, *sequence, at));
+    return sequence;
 }
 
 result<std::int64_t> insert_subscription_event(connection& c, const std::string& subscription_id,
@@ -856,6 +863,58 @@ class sqlite_store final : public store {
 
     store_stats stats() const override {
         return {commits_.load(), intake_batches_.load(), intake_requests_.load()};
+    }
+
+    // ---- outbound webhooks (sqlite_outbound.cpp) ----
+
+    result<void> insert_outbound_webhook(const outbound_webhook& w) override {
+        return write_transaction([&] { return sqlite::outbound::insert_webhook(*writer_, w); });
+    }
+    result<outbound_webhook> get_outbound_webhook(const std::string& id) override {
+        return read_transaction([&] { return sqlite::outbound::get_webhook(*reader_, id); });
+    }
+    result<std::vector<outbound_webhook>> list_outbound_webhooks(const std::string& t) override {
+        return read_transaction([&] { return sqlite::outbound::list_webhooks(*reader_, t); });
+    }
+    result<void> delete_outbound_webhook(const std::string& id) override {
+        return write_transaction([&] { return sqlite::outbound::delete_webhook(*writer_, id); });
+    }
+    result<int> enqueue_outbound(const std::string& run_id, std::int64_t sequence,
+                                 millis at) override {
+        return write_transaction(
+            [&] { return sqlite::outbound::enqueue(*writer_, run_id, sequence, at); });
+    }
+    result<std::vector<outbound_delivery>> claim_outbound_due(millis now, int limit,
+                                                              int per_webhook_limit,
+                                                              millis lease_ms) override {
+        return write_transaction([&] {
+            return sqlite::outbound::claim_due(*writer_, now, limit, per_webhook_limit, lease_ms);
+        });
+    }
+    result<void> record_outbound_attempt(const outbound_attempt& a) override {
+        return write_transaction([&] { return sqlite::outbound::record_attempt(*writer_, a); });
+    }
+    result<int> count_outbound_failures(const std::string& id, millis since) override {
+        return read_transaction(
+            [&] { return sqlite::outbound::count_failures(*reader_, id, since); });
+    }
+    result<std::optional<millis>> outbound_next_due_at() override {
+        return read_transaction([&] { return sqlite::outbound::next_due_at(*reader_); });
+    }
+    result<std::vector<outbound_delivery>> list_outbound_deliveries(
+        const std::string& id) override {
+        return read_transaction([&] { return sqlite::outbound::list_deliveries(*reader_, id); });
+    }
+    result<page<outbound_dead_letter>> list_outbound_dead_letters(const std::string& id,
+                                                                  const page_request& req,
+                                                                  millis now) override {
+        return read_transaction(
+            [&] { return sqlite::outbound::list_dead_letters(*reader_, id, req, now); });
+    }
+    result<std::vector<outbound_state_change>> list_outbound_state_changes(
+        const std::string& id) override {
+        return read_transaction(
+            [&] { return sqlite::outbound::list_state_changes(*reader_, id); });
     }
 
   private:

@@ -1,0 +1,154 @@
+#include "app/observed_store.hpp"
+
+namespace wopbridge {
+namespace {
+
+class observed_store final : public store {
+public:
+    observed_store(std::unique_ptr<store> inner, run_event_observer observer)
+        : inner_(std::move(inner)), observer_(std::move(observer)) {}
+
+    result<void> insert_subscription(const subscription& s) override {
+        return inner_->insert_subscription(s);
+    }
+    result<void> upsert_config_subscription(const subscription& s) override {
+        return inner_->upsert_config_subscription(s);
+    }
+    result<subscription> get_subscription(const std::string& id) override {
+        return inner_->get_subscription(id);
+    }
+    result<std::vector<subscription>> list_subscriptions(const std::string& tenant) override {
+        return inner_->list_subscriptions(tenant);
+    }
+    result<std::vector<subscription>> list_all_subscriptions() override {
+        return inner_->list_all_subscriptions();
+    }
+    result<void> delete_subscription(const std::string& id) override {
+        return inner_->delete_subscription(id);
+    }
+    result<void> change_state(const state_change& c, const std::string& event_id,
+                              millis at) override {
+        return inner_->change_state(c, event_id, at);
+    }
+    void intake(intake_request req, intake_callback done) override {
+        inner_->intake(std::move(req), std::move(done));
+    }
+    result<void> record_verification_refusal(const verification_refusal& r) override {
+        return inner_->record_verification_refusal(r);
+    }
+    result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) override {
+        return inner_->claim_due(now, limit, lease_ms);
+    }
+    result<std::string> delivery_content(const std::string& id) override {
+        return inner_->delivery_content(id);
+    }
+    result<void> record_attempt(const attempt_record& rec) override {
+        auto r = inner_->record_attempt(rec);
+        if (r && rec.run && observer_) {
+            // A new run: everything on its log was appended by this transaction.
+            if (auto events = inner_->run_events_after(rec.run->id, -1, 1000)) {
+                for (const auto& e : *events) {
+                    observer_(e);
+                }
+            }
+        }
+        return r;
+    }
+    result<std::optional<millis>> next_due_at() override { return inner_->next_due_at(); }
+    result<page<delivery>> list_deliveries(const std::string& id,
+                                           const page_request& req) override {
+        return inner_->list_deliveries(id, req);
+    }
+    result<delivery> get_delivery(const std::string& id) override {
+        return inner_->get_delivery(id);
+    }
+    result<int> release_held(const std::string& id, millis now) override {
+        return inner_->release_held(id, now);
+    }
+    result<page<dead_letter>> list_dead_letters(const std::string& id, const page_request& req,
+                                                millis now) override {
+        return inner_->list_dead_letters(id, req, now);
+    }
+    result<run_record> get_run(const std::string& id) override { return inner_->get_run(id); }
+    result<std::vector<run_event>> run_events_after(const std::string& id, std::int64_t after,
+                                                    int limit) override {
+        return inner_->run_events_after(id, after, limit);
+    }
+    result<run_event> append_run_event(const std::string& run_id, const std::string& type,
+                                       const std::string& payload_json,
+                                       const std::string& causation_id,
+                                       const std::string& event_id, millis at) override {
+        auto e = inner_->append_run_event(run_id, type, payload_json, causation_id, event_id, at);
+        if (e && observer_) {
+            observer_(*e);
+        }
+        return e;
+    }
+    result<void> set_run_status(const std::string& id, run_status s, millis at) override {
+        return inner_->set_run_status(id, s, at);
+    }
+    result<std::vector<run_record>> list_runs_with_status(run_status s) override {
+        return inner_->list_runs_with_status(s);
+    }
+    result<std::vector<run_event>> subscription_events(const std::string& id) override {
+        return inner_->subscription_events(id);
+    }
+    result<int> purge_expired(millis now) override { return inner_->purge_expired(now); }
+    result<void> ping() override { return inner_->ping(); }
+    store_stats stats() const override { return inner_->stats(); }
+
+    result<void> insert_outbound_webhook(const outbound_webhook& w) override {
+        return inner_->insert_outbound_webhook(w);
+    }
+    result<outbound_webhook> get_outbound_webhook(const std::string& id) override {
+        return inner_->get_outbound_webhook(id);
+    }
+    result<std::vector<outbound_webhook>> list_outbound_webhooks(const std::string& t) override {
+        return inner_->list_outbound_webhooks(t);
+    }
+    result<void> delete_outbound_webhook(const std::string& id) override {
+        return inner_->delete_outbound_webhook(id);
+    }
+    result<int> enqueue_outbound(const std::string& run_id, std::int64_t seq, millis at) override {
+        return inner_->enqueue_outbound(run_id, seq, at);
+    }
+    result<std::vector<outbound_delivery>> claim_outbound_due(millis now, int limit, int per,
+                                                              millis lease) override {
+        return inner_->claim_outbound_due(now, limit, per, lease);
+    }
+    result<void> record_outbound_attempt(const outbound_attempt& a) override {
+        return inner_->record_outbound_attempt(a);
+    }
+    result<int> count_outbound_failures(const std::string& id, millis since) override {
+        return inner_->count_outbound_failures(id, since);
+    }
+    result<std::optional<millis>> outbound_next_due_at() override {
+        return inner_->outbound_next_due_at();
+    }
+    result<std::vector<outbound_delivery>> list_outbound_deliveries(
+        const std::string& id) override {
+        return inner_->list_outbound_deliveries(id);
+    }
+    result<page<outbound_dead_letter>> list_outbound_dead_letters(const std::string& id,
+                                                                  const page_request& req,
+                                                                  millis now) override {
+        return inner_->list_outbound_dead_letters(id, req, now);
+    }
+    result<std::vector<outbound_state_change>> list_outbound_state_changes(
+        const std::string& id) override {
+        return inner_->list_outbound_state_changes(id);
+    }
+
+private:
+    std::unique_ptr<store> inner_;
+    run_event_observer observer_;
+};
+
+} // namespace
+
+std::unique_ptr<store> make_observed_store(std::unique_ptr<store> inner,
+                                           run_event_observer observer) {
+    return std::make_unique<observed_store>(std::move(inner), std::move(observer));
+}
+
+} // namespace wopbridge

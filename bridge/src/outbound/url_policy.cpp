@@ -1,0 +1,180 @@
+#include "outbound/url_policy.hpp"
+
+#include <boost/url/parse.hpp>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+
+namespace wopbridge::outbound {
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+bool forbidden_v4(const unsigned char* a) {
+    return a[0] == 0 || a[0] == 10 || a[0] == 127 || (a[0] == 172 && (a[1] & 0xF0) == 16) ||
+           (a[0] == 192 && a[1] == 168) || (a[0] == 169 && a[1] == 254) ||
+           (a[0] == 100 && (a[1] & 0xC0) == 64) || a[0] >= 224;
+}
+
+bool forbidden_v6(const unsigned char* a) {
+    static constexpr std::array<unsigned char, 16> zero{};
+    std::array<unsigned char, 16> loop{};
+    loop[15] = 1;
+    if (std::memcmp(a, zero.data(), 16) == 0 || std::memcmp(a, loop.data(), 16) == 0) {
+        return true; // :: and ::1
+    }
+    if (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) {
+        return true; // fe80::/10
+    }
+    if ((a[0] & 0xFE) == 0xFC) {
+        return true; // fc00::/7
+    }
+    if (a[0] == 0xFF) {
+        return true; // multicast
+    }
+    // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible addresses carry an IPv4 destination.
+    bool mapped = std::all_of(a, a + 10, [](unsigned char c) { return c == 0; }) &&
+                  a[10] == 0xFF && a[11] == 0xFF;
+    return mapped && forbidden_v4(a + 12);
+}
+
+bool is_loopback_literal(std::string_view host) { return host == "127.0.0.1"; }
+
+} // namespace
+
+bool is_forbidden_address(std::string_view ip) {
+    std::string text(ip);
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, text.c_str(), buf) == 1) {
+        return forbidden_v4(buf);
+    }
+    if (inet_pton(AF_INET6, text.c_str(), buf) == 1) {
+        return forbidden_v6(buf);
+    }
+    return true;
+}
+
+result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopback_http,
+                                         std::string& why) {
+    auto refuse = [&](const char* reason) -> result<webhook_target> {
+        why = reason;
+        return make_error_code(errc::invalid_argument);
+    };
+    auto parsed = boost::urls::parse_absolute_uri(url);
+    if (!parsed) {
+        return refuse("url is not an absolute URI");
+    }
+    webhook_target t;
+    t.scheme = lower(parsed->scheme());
+    if (parsed->has_userinfo()) {
+        return refuse("url must not carry credentials");
+    }
+    std::string host = lower(parsed->host_address());
+    if (!host.empty() && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    while (!host.empty() && host.back() == '.') {
+        host.pop_back(); // "localhost." is localhost
+    }
+    if (host.empty()) {
+        return refuse("url has no host");
+    }
+    t.host = host;
+    unsigned char buf[16];
+    t.host_is_ip = inet_pton(AF_INET, host.c_str(), buf) == 1 ||
+                   inet_pton(AF_INET6, host.c_str(), buf) == 1;
+    if (parsed->has_port()) {
+        auto p = parsed->port_number();
+        if (p == 0) {
+            return refuse("url port is invalid");
+        }
+        t.port = p;
+    } else {
+        t.port = t.scheme == "http" ? 80 : 443;
+    }
+    bool loopback_exception =
+        allow_loopback_http && t.scheme == "http" && is_loopback_literal(host) && parsed->has_port();
+    if (t.scheme != "https" && !loopback_exception) {
+        return refuse("url must be https");
+    }
+    if (loopback_exception) {
+        return t;
+    }
+    if (host == "localhost" || host.ends_with(".localhost") || host == "metadata" ||
+        host == "metadata.google.internal") {
+        return refuse("url host is not allowed");
+    }
+    if (t.host_is_ip && is_forbidden_address(host)) {
+        return refuse("url address is not allowed");
+    }
+    if (!t.host_is_ip && host.find('.') == std::string::npos) {
+        return refuse("url host must be a fully qualified name");
+    }
+    return t;
+}
+
+result<std::string> resolve_validated(const webhook_target& t, bool allow_loopback_http,
+                                      std::string& why) {
+    auto allowed = [&](const std::string& ip) {
+        if (allow_loopback_http && t.scheme == "http" && t.host_is_ip && ip == "127.0.0.1") {
+            return true;
+        }
+        return !is_forbidden_address(ip);
+    };
+    if (t.host_is_ip) {
+        if (!allowed(t.host)) {
+            why = "address-refused";
+            return make_error_code(errc::invalid_argument);
+        }
+        return t.host;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(t.host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) {
+        why = "dns-failure";
+        return make_error_code(errc::transient_failure);
+    }
+    std::vector<std::string> addresses;
+    for (auto* p = res; p != nullptr; p = p->ai_next) {
+        char text[INET6_ADDRSTRLEN] = {};
+        if (p->ai_family == AF_INET) {
+            inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(p->ai_addr)->sin_addr, text,
+                      sizeof text);
+        } else if (p->ai_family == AF_INET6) {
+            inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(p->ai_addr)->sin6_addr, text,
+                      sizeof text);
+        } else {
+            continue;
+        }
+        addresses.emplace_back(text);
+    }
+    freeaddrinfo(res);
+    if (addresses.empty()) {
+        why = "dns-failure";
+        return make_error_code(errc::transient_failure);
+    }
+    // Every address must pass: a name that resolves to one public and one private address is
+    // refused, so a rebinding answer cannot slip a private one in.
+    for (const auto& a : addresses) {
+        if (!allowed(a)) {
+            why = "address-refused";
+            return make_error_code(errc::invalid_argument);
+        }
+    }
+    return addresses.front();
+}
+
+} // namespace wopbridge::outbound

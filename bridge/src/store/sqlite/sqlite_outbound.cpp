@@ -1,0 +1,424 @@
+#include "store/sqlite/sqlite_outbound.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#define WB_OTRY(expr)                                                                              \
+    do {                                                                                           \
+        auto&& wb_try_result_ = (expr);                                                            \
+        if (!wb_try_result_) {                                                                     \
+            return wb_try_result_.error();                                                         \
+        }                                                                                          \
+    } while (0)
+
+#define WB_OWH_COLS                                                                                \
+    "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
+    "secret_fingerprint, state, consecutive_failures, breaker_open_until, created_at, updated_at"
+#define WB_ODL_COLS                                                                                \
+    "id, webhook_id, run_id, sequence, event_type, status, attempts, due_at, created_at, "         \
+    "last_error"
+
+namespace wopbridge::sqlite::outbound {
+namespace {
+
+namespace json = boost::json;
+
+std::string to_json_array(const std::vector<std::string>& v) {
+    json::array a;
+    for (const auto& s : v) {
+        a.emplace_back(s);
+    }
+    return json::serialize(a);
+}
+
+std::vector<std::string> from_json_array(const std::string& text) {
+    std::vector<std::string> out;
+    boost::system::error_code ec;
+    auto v = json::parse(text, ec);
+    if (!ec && v.is_array()) {
+        for (const auto& e : v.as_array()) {
+            if (e.is_string()) {
+                out.emplace_back(e.as_string());
+            }
+        }
+    }
+    return out;
+}
+
+std::string state_name(sub_state s) { return std::string(to_string(s)); }
+
+sub_state state_of(const std::string& text) {
+    return parse_sub_state(text).value_or(sub_state::failed);
+}
+
+outbound_webhook read_webhook(statement& st) {
+    outbound_webhook w;
+    w.id = st.text(0);
+    w.tenant = st.text(1);
+    w.url = st.text(2);
+    w.events = from_json_array(st.text(3));
+    w.tags = from_json_array(st.text(4));
+    w.sealed_secret = st.text(5);
+    w.sealed_standard_secret = st.text(6);
+    w.secret_fingerprint = st.text(7);
+    w.state = state_of(st.text(8));
+    w.consecutive_failures = st.integer(9);
+    w.breaker_open_until = st.int64(10);
+    w.created_at = st.int64(11);
+    w.updated_at = st.int64(12);
+    return w;
+}
+
+outbound_delivery read_delivery(statement& st) {
+    outbound_delivery d;
+    d.id = st.text(0);
+    d.webhook_id = st.text(1);
+    d.run_id = st.text(2);
+    d.sequence = st.int64(3);
+    d.event_type = st.text(4);
+    d.status = st.text(5);
+    d.attempts = st.integer(6);
+    d.due_at = st.int64(7);
+    d.created_at = st.int64(8);
+    d.last_error = st.text(9);
+    return d;
+}
+
+} // namespace
+
+result<int> enqueue(connection& c, const std::string& run_id, std::int64_t sequence, millis at) {
+    // The id is derived from the dedup key so a re-enqueue cannot mint a second row.
+    auto st = c.prepare(
+        "INSERT OR IGNORE INTO outbound_deliveries (id, webhook_id, run_id, sequence, event_type, "
+        "status, attempts, due_at, lease_until, last_error, created_at, updated_at) "
+        "SELECT 'obd_' || lower(hex(randomblob(12))), w.id, e.run_id, e.sequence, e.type, "
+        "'pending', 0, ?3, 0, '', ?3, ?3 "
+        "FROM run_events e JOIN runs r ON r.id = e.run_id "
+        "JOIN outbound_webhooks w ON w.tenant = r.tenant AND w.state = 'active' "
+        "WHERE e.run_id = ?1 AND e.sequence = ?2 "
+        "AND EXISTS (SELECT 1 FROM json_each(w.events_json) j WHERE j.value = e.type)");
+    st.bind(1, run_id).bind(2, sequence).bind(3, at);
+    WB_OTRY(st.run());
+    return static_cast<int>(c.changes());
+}
+
+result<void> insert_webhook(connection& c, const outbound_webhook& w) {
+    auto st = c.prepare("INSERT INTO outbound_webhooks (" WB_OWH_COLS
+                        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    st.bind(1, w.id)
+        .bind(2, w.tenant)
+        .bind(3, w.url)
+        .bind(4, to_json_array(w.events))
+        .bind(5, to_json_array(w.tags))
+        .bind(6, w.sealed_secret)
+        .bind(7, w.sealed_standard_secret)
+        .bind(8, w.secret_fingerprint)
+        .bind(9, state_name(w.state))
+        .bind(10, w.consecutive_failures)
+        .bind(11, w.breaker_open_until)
+        .bind(12, w.created_at)
+        .bind(13, w.updated_at);
+    return st.run();
+}
+
+result<outbound_webhook> get_webhook(connection& c, const std::string& id) {
+    auto st = c.prepare("SELECT " WB_OWH_COLS " FROM outbound_webhooks WHERE id = ?1");
+    st.bind(1, id);
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row) {
+        return make_error_code(errc::not_found);
+    }
+    return read_webhook(st);
+}
+
+result<std::vector<outbound_webhook>> list_webhooks(connection& c, const std::string& tenant) {
+    auto st = c.prepare("SELECT " WB_OWH_COLS
+                        " FROM outbound_webhooks WHERE tenant = ?1 ORDER BY id");
+    st.bind(1, tenant);
+    std::vector<outbound_webhook> out;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            break;
+        }
+        out.push_back(read_webhook(st));
+    }
+    return out;
+}
+
+result<void> delete_webhook(connection& c, const std::string& id) {
+    auto st = c.prepare("DELETE FROM outbound_webhooks WHERE id = ?1");
+    st.bind(1, id);
+    WB_OTRY(st.run());
+    if (c.changes() == 0) {
+        return make_error_code(errc::not_found);
+    }
+    return {};
+}
+
+result<std::vector<outbound_delivery>> claim_due(connection& c, millis now, int limit,
+                                                 int per_webhook_limit, millis lease_ms) {
+    std::vector<outbound_delivery> picked;
+    if (limit <= 0) {
+        return picked;
+    }
+    std::map<std::string, int> in_flight;
+    {
+        auto st = c.prepare("SELECT webhook_id, COUNT(*) FROM outbound_deliveries "
+                            "WHERE status = 'in_flight' AND lease_until > ?1 GROUP BY webhook_id");
+        st.bind(1, now);
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                break;
+            }
+            in_flight[st.text(0)] = st.integer(1);
+        }
+    }
+    {
+        // Oldest first per webhook, so one webhook's backlog keeps its order.
+        auto st = c.prepare(
+            "SELECT d.id, d.webhook_id, d.run_id, d.sequence, d.event_type, d.status, d.attempts, "
+            "d.due_at, d.created_at, d.last_error FROM outbound_deliveries d "
+            "JOIN outbound_webhooks w ON w.id = d.webhook_id "
+            "WHERE w.state = 'active' AND ((d.status = 'pending' AND d.due_at <= ?1) "
+            "OR (d.status = 'in_flight' AND d.lease_until <= ?1)) "
+            "ORDER BY d.due_at, d.seq LIMIT ?2");
+        st.bind(1, now).bind(2, limit * 8);
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row || static_cast<int>(picked.size()) >= limit) {
+                break;
+            }
+            auto d = read_delivery(st);
+            int& n = in_flight[d.webhook_id];
+            if (n >= per_webhook_limit) {
+                continue;
+            }
+            ++n;
+            picked.push_back(std::move(d));
+        }
+    }
+    for (auto& d : picked) {
+        auto st = c.prepare("UPDATE outbound_deliveries SET status = 'in_flight', "
+                            "lease_until = ?2, updated_at = ?3 WHERE id = ?1");
+        st.bind(1, d.id).bind(2, now + lease_ms).bind(3, now);
+        WB_OTRY(st.run());
+        d.status = "in_flight";
+    }
+    return picked;
+}
+
+result<void> record_attempt(connection& c, const outbound_attempt& a) {
+    {
+        auto st = c.prepare(
+            "UPDATE outbound_deliveries SET status = ?2, attempts = attempts + ?3, "
+            "due_at = CASE WHEN ?2 = 'pending' THEN ?4 ELSE due_at END, lease_until = 0, "
+            "last_error = ?5, updated_at = ?6 WHERE id = ?1");
+        st.bind(1, a.delivery_id)
+            .bind(2, a.status)
+            .bind(3, a.counted_attempt ? 1 : 0)
+            .bind(4, a.next_due_at)
+            .bind(5, a.error)
+            .bind(6, a.at);
+        WB_OTRY(st.run());
+        if (c.changes() == 0) {
+            return make_error_code(errc::not_found); // the webhook was deleted meanwhile
+        }
+    }
+    if (a.failure) {
+        auto st = c.prepare("INSERT INTO outbound_failures (webhook_id, at) VALUES (?1, ?2)");
+        st.bind(1, a.webhook_id).bind(2, a.at);
+        WB_OTRY(st.run());
+    }
+    {
+        auto st = c.prepare("UPDATE outbound_webhooks SET consecutive_failures = ?2, "
+                            "breaker_open_until = ?3, updated_at = ?4 WHERE id = ?1");
+        st.bind(1, a.webhook_id)
+            .bind(2, a.consecutive_failures)
+            .bind(3, a.breaker_open_until)
+            .bind(4, a.at);
+        WB_OTRY(st.run());
+    }
+    std::int64_t change_seq = -1;
+    if (a.state_change) {
+        const auto& sc = *a.state_change;
+        auto up = c.prepare("UPDATE outbound_webhooks SET state = ?2, updated_at = ?4 "
+                            "WHERE id = ?1 AND state = ?3");
+        up.bind(1, sc.webhook_id).bind(2, state_name(sc.to)).bind(3, state_name(sc.from)).bind(4,
+                                                                                         sc.at);
+        WB_OTRY(up.run());
+        if (c.changes() == 1) {
+            auto st = c.prepare("INSERT INTO outbound_state_changes (webhook_id, from_state, "
+                                "to_state, reason, at) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq");
+            st.bind(1, sc.webhook_id)
+                .bind(2, state_name(sc.from))
+                .bind(3, state_name(sc.to))
+                .bind(4, sc.reason)
+                .bind(5, sc.at);
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            change_seq = st.int64(0);
+            WB_OTRY(st.run());
+        }
+    }
+    if (a.status == "dead_lettered") {
+        auto st = c.prepare(
+            "INSERT INTO outbound_dead_letters (webhook_id, delivery_id, run_id, sequence, "
+            "event_type, attempts, reason, last_error, state_change_seq, dead_lettered_at, "
+            "expires_at) SELECT webhook_id, id, run_id, sequence, event_type, attempts, "
+            "'retries_exhausted', last_error, ?2, ?3, ?4 FROM outbound_deliveries WHERE id = ?1");
+        st.bind(1, a.delivery_id);
+        if (change_seq >= 0) {
+            st.bind(2, change_seq);
+        } else {
+            st.bind_null(2);
+        }
+        st.bind(3, a.at).bind(4, a.dead_letter_expires_at);
+        WB_OTRY(st.run());
+    }
+    return {};
+}
+
+result<int> count_failures(connection& c, const std::string& webhook_id, millis since) {
+    auto st =
+        c.prepare("SELECT COUNT(*) FROM outbound_failures WHERE webhook_id = ?1 AND at >= ?2");
+    st.bind(1, webhook_id).bind(2, since);
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    return *row ? st.integer(0) : 0;
+}
+
+result<std::optional<millis>> next_due_at(connection& c) {
+    auto st = c.prepare(
+        "SELECT MIN(CASE WHEN d.status = 'pending' THEN d.due_at ELSE d.lease_until END) "
+        "FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id "
+        "WHERE w.state = 'active' AND d.status IN ('pending', 'in_flight')");
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row || st.is_null(0)) {
+        return std::optional<millis>{};
+    }
+    return std::optional<millis>{st.int64(0)};
+}
+
+result<std::vector<outbound_delivery>> list_deliveries(connection& c,
+                                                       const std::string& webhook_id) {
+    auto st = c.prepare("SELECT " WB_ODL_COLS
+                        " FROM outbound_deliveries WHERE webhook_id = ?1 ORDER BY seq");
+    st.bind(1, webhook_id);
+    std::vector<outbound_delivery> out;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            break;
+        }
+        out.push_back(read_delivery(st));
+    }
+    return out;
+}
+
+result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::string& webhook_id,
+                                                     const page_request& req, millis now) {
+    std::int64_t before = std::numeric_limits<std::int64_t>::max();
+    if (!req.cursor.empty()) {
+        auto colon = req.cursor.rfind(':');
+        if (colon == std::string::npos || req.cursor.substr(0, colon) != webhook_id) {
+            return make_error_code(errc::invalid_argument);
+        }
+        try {
+            before = std::stoll(req.cursor.substr(colon + 1));
+        } catch (...) {
+            return make_error_code(errc::invalid_argument);
+        }
+    }
+    int limit = std::clamp(req.limit, 1, 1000);
+    auto st = c.prepare(
+        "SELECT d.webhook_id, d.delivery_id, d.run_id, d.sequence, d.event_type, d.attempts, "
+        "d.reason, d.last_error, d.dead_lettered_at, d.expires_at, d.seq, s.from_state, "
+        "s.to_state, s.reason, s.at FROM outbound_dead_letters d "
+        "LEFT JOIN outbound_state_changes s ON s.seq = d.state_change_seq "
+        "WHERE d.webhook_id = ?1 AND d.seq < ?2 AND d.expires_at > ?3 "
+        "ORDER BY d.seq DESC LIMIT ?4");
+    st.bind(1, webhook_id).bind(2, before).bind(3, now).bind(4, limit + 1);
+    page<outbound_dead_letter> out;
+    std::int64_t last_seq = 0;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            break;
+        }
+        if (static_cast<int>(out.items.size()) == limit) {
+            out.next_cursor = webhook_id + ":" + std::to_string(last_seq);
+            break;
+        }
+        outbound_dead_letter d;
+        d.webhook_id = st.text(0);
+        d.delivery_id = st.text(1);
+        d.run_id = st.text(2);
+        d.sequence = st.int64(3);
+        d.event_type = st.text(4);
+        d.attempts = st.integer(5);
+        d.reason = st.text(6);
+        d.last_error = st.text(7);
+        d.dead_lettered_at = st.int64(8);
+        d.expires_at = st.int64(9);
+        last_seq = st.int64(10);
+        if (!st.is_null(11)) {
+            d.state_change = outbound_state_change{d.webhook_id, state_of(st.text(11)),
+                                                   state_of(st.text(12)), st.text(13),
+                                                   st.int64(14)};
+        }
+        out.items.push_back(std::move(d));
+    }
+    return out;
+}
+
+result<std::vector<outbound_state_change>> list_state_changes(connection& c,
+                                                              const std::string& webhook_id) {
+    auto st = c.prepare("SELECT from_state, to_state, reason, at FROM outbound_state_changes "
+                        "WHERE webhook_id = ?1 ORDER BY seq");
+    st.bind(1, webhook_id);
+    std::vector<outbound_state_change> out;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            break;
+        }
+        out.push_back({webhook_id, state_of(st.text(0)), state_of(st.text(1)), st.text(2),
+                       st.int64(3)});
+    }
+    return out;
+}
+
+} // namespace wopbridge::sqlite::outbound
