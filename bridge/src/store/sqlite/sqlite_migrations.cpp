@@ -12,7 +12,7 @@ struct migration {
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 2> migrations{{
+constexpr std::array<migration, 3> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
