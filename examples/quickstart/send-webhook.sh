@@ -22,7 +22,7 @@ curl -sS "$base/v1/runs/$run/events/poll?timeout=5" -H "authorization: Bearer $W
 import json, sys
 for e in json.load(sys.stdin)["events"]:
     cause = ("  causationId=" + e["causationId"]) if "causationId" in e else ""
-    print(f"  #{e[\"sequence\"]} {e[\"type\"]:<28} eventId={e[\"eventId\"]}{cause}")'
+    print("  #%d %-36s eventId=%s%s" % (e["sequence"], e["type"], e["eventId"], cause))'
 echo "Replaying the same webhook-id answers duplicate with the same run:"
 curl -sS -X POST "$base/v1/ingest/partner-hooks" \
   -H "content-type: application/json" -H "webhook-id: $id" -H "webhook-timestamp: $ts" \

@@ -68,12 +68,7 @@ int run_check_config(const std::vector<std::string>& args) {
                    p.flag("help") ? stdout : stderr);
         return p.flag("help") ? 0 : 2;
     }
-    int rc = check_config(p.positional().front());
-    if (rc == 0) {
-        std::printf("%s: ok\n", p.positional().front().c_str());
-        return 0;
-    }
-    return 2;
+    return check_config(p.positional().front()) == 0 ? 0 : 2;
 }
 
 int run_connectors(const std::vector<std::string>& args) {
