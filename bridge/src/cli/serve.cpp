@@ -30,10 +30,12 @@ namespace wopbridge::cli {
 namespace {
 
 std::string pid_file_for(const config& c) {
-    std::filesystem::path base = c.store.backend == store_config::backend_kind::sqlite
-                                     ? std::filesystem::path(c.store.sqlite_path).parent_path()
-                                     : c.base_dir;
-    return (base / "wopbridge.pid").string();
+    // SQLite: beside the database (one bridge per file). PostgreSQL: several nodes may share a
+    // config directory, so the pid file is named after the config file.
+    if (c.store.backend == store_config::backend_kind::sqlite) {
+        return (std::filesystem::path(c.store.sqlite_path).parent_path() / "wopbridge.pid").string();
+    }
+    return (c.base_dir / (std::filesystem::path(c.file).stem().string() + ".pid")).string();
 }
 
 std::vector<connector_instance_config> connector_configs(const config& c) {
@@ -122,20 +124,27 @@ int run_serve(const std::vector<std::string>& args) {
     config cfg = *loaded.value;
     set_log_level(cfg.logging.level);
 
-    if (cfg.store.backend != store_config::backend_kind::sqlite) {
-        std::fprintf(stderr, "%s: store.postgres is not available in this build; use store.sqlite\n",
-                     path.c_str());
-        return 2;
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(cfg.store.sqlite_path).parent_path(), ec);
-    sqlite_options so;
-    so.path = cfg.store.sqlite_path;
     error_info why;
-    auto st = open_sqlite_store(so, why);
+    result<std::unique_ptr<store>> st = make_error_code(errc::internal);
+    std::string store_name;
+    if (cfg.store.backend == store_config::backend_kind::postgres) {
+        postgres_options po;
+        po.url = cfg.store.postgres_url;
+        store_name = "postgres";
+        st = open_postgres_store(po, why);
+    } else {
+        std::error_code ec;
+        std::filesystem::create_directories(
+            std::filesystem::path(cfg.store.sqlite_path).parent_path(), ec);
+        sqlite_options so;
+        so.path = cfg.store.sqlite_path;
+        store_name = so.path;
+        st = open_sqlite_store(so, why);
+    }
     if (!st) {
-        std::fprintf(stderr, "wopbridge serve: cannot open store %s: %s\n", so.path.c_str(),
-                     why.message.c_str());
+        // The reason never contains the PostgreSQL URL (it may hold a password).
+        std::fprintf(stderr, "wopbridge serve: cannot open the %s store: %s\n",
+                     store_name == "postgres" ? "postgres" : "sqlite", why.message.c_str());
         return 1;
     }
 
@@ -216,7 +225,7 @@ int run_serve(const std::vector<std::string>& args) {
               {"listen", cfg.server.listen_host + ":" + std::to_string(srv.port())},
               {"port", srv.port()},
               {"publicUrl", settings.public_url},
-              {"store", so.path},
+              {"store", store_name},
               {"modules", modules},
               {"subscriptions", subs}});
 
@@ -247,6 +256,7 @@ int run_serve(const std::vector<std::string>& args) {
         host->stop_all();
     }
     b->stop();
+    std::error_code ec;
     std::filesystem::remove(pid_file, ec);
     log_line("info", "wopbridge.stopped", {});
     return 0;

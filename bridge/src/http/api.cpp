@@ -218,6 +218,11 @@ json::object http_api::capabilities() const {
     doc["deadLetter"] = json::object{{"supported", true},
                                      {"retentionDays", s.dead_letter_retention_days}};
     doc["scheduling"] = json::object{{"supported", true}, {"cron", true}};
+    // RFC 0017 queue bus: advertised only while a queue connector module is loaded.
+    if (std::find(sources.begin(), sources.end(), "queue") != sources.end()) {
+        doc["queueBus"] = json::object{{"supported", true},
+                                       {"backends", json::array{"redis-streams"}}};
+    }
     if (bridge_.webhooks() != nullptr) {
         doc["webhooks"] = json::object{{"supported", true},
                                        {"signatureAlgorithms", json::array{"v1"}},
