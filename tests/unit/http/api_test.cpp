@@ -315,6 +315,27 @@ TEST_F(HttpApiTest, ConnectorSourcesAreAdvertisedAndServeTheirIngest) {
     EXPECT_EQ(router.last_target, "/v1/ingest/sub_mail/form/page?x=1");
 }
 
+class queue_router final : public ingest_router {
+public:
+    bool serves(const subscription&) const override { return false; }
+    void handle(const subscription&, const inbound_http_request&, ingest_reply_callback) override {}
+    std::vector<std::string> sources() const override { return {"queue"}; }
+};
+
+TEST_F(HttpApiTest, QueueBusIsAdvertisedOnlyWhileAQueueModuleIsLoaded) {
+    auto without = call("GET", "/.well-known/openwop", "", "")->json().as_object();
+    EXPECT_EQ(without.if_contains("queueBus"), nullptr);
+
+    queue_router router;
+    make_api(&router);
+    auto with = call("GET", "/.well-known/openwop", "", "")->json().as_object();
+    ASSERT_NE(with.if_contains("queueBus"), nullptr);
+    EXPECT_EQ(with.at("queueBus").at("supported"), json::value(true));
+    EXPECT_EQ(with.at("queueBus").at("backends").as_array().at(0).as_string(), "redis-streams");
+    auto sources = with.at("triggerBridge").at("sources").as_array();
+    EXPECT_NE(std::find(sources.begin(), sources.end(), json::value("queue")), sources.end());
+}
+
 TEST_F(HttpApiTest, WebhookIngestMapsEveryOutcome) {
     struct outcome_case {
         submit_status status;
