@@ -1,0 +1,97 @@
+#include "support/serve_process.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace wopbridge::testing {
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool serve_process::start(const std::string& config_file, const std::string& log_file,
+                          int deadline_s) {
+    log_ = log_file;
+    url_.clear();
+    pid_ = ::fork();
+    if (pid_ < 0) {
+        error = "fork failed";
+        return false;
+    }
+    if (pid_ == 0) {
+        int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        ::execl(WOPBRIDGE_PROGRAM, WOPBRIDGE_PROGRAM, "serve", "--config", config_file.c_str(),
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    // The startup banner carries "port":N. Several starts may append to one log: take the last.
+    const std::regex port_re("\"event\":\"wopbridge.started\".*?\"port\":([0-9]+)");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
+    const std::size_t skip = read_text_file(log_file).size();
+    while (std::chrono::steady_clock::now() < until) {
+        std::string text = read_text_file(log_file);
+        std::string fresh = text.size() > skip ? text.substr(skip) : std::string();
+        std::smatch m;
+        if (std::regex_search(fresh, m, port_re) && m[1] != "0") {
+            url_ = "http://127.0.0.1:" + m[1].str();
+            return true;
+        }
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            error = "wopbridge serve exited during startup:\n" + fresh;
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling a log file, bounded
+    }
+    error = "no startup line within the deadline:\n" + read_text_file(log_file);
+    return false;
+}
+
+void serve_process::signal(int sig) const {
+    if (pid_ > 0) {
+        ::kill(pid_, sig);
+    }
+}
+
+int serve_process::wait_exit(int deadline_s) {
+    if (pid_ <= 0) {
+        return -1;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
+    int status = 0;
+    while (std::chrono::steady_clock::now() < until) {
+        pid_t r = ::waitpid(pid_, &status, WNOHANG);
+        if (r == pid_) {
+            pid_ = -1;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10)); // polling a child, bounded
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return -1;
+}
+
+serve_process::~serve_process() {
+    if (pid_ > 0) {
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+    }
+}
+
+} // namespace wopbridge::testing

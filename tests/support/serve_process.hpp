@@ -1,0 +1,33 @@
+#pragma once
+// Runs the real `wopbridge serve --config FILE` as a child process for process-level tests: start,
+// learn the bound port from the startup log line, send signals, wait for the exit status.
+
+#include <string>
+#include <sys/types.h>
+
+namespace wopbridge::testing {
+
+class serve_process {
+public:
+    // Starts the program; stderr/stdout go to log_file. Returns false (with the log in `error`)
+    // when no startup line with a non-zero port appears within the deadline.
+    bool start(const std::string& config_file, const std::string& log_file, int deadline_s = 30);
+    ~serve_process();
+
+    const std::string& url() const noexcept { return url_; }
+    pid_t pid() const noexcept { return pid_; }
+    void signal(int sig) const;
+    // Waits for the child to exit; returns its exit code, or -1 when it was killed by a signal or
+    // did not exit within the deadline (it is then killed).
+    int wait_exit(int deadline_s = 30);
+    std::string error;
+
+private:
+    pid_t pid_ = -1;
+    std::string url_;
+    std::string log_;
+};
+
+std::string read_text_file(const std::string& path);
+
+} // namespace wopbridge::testing
