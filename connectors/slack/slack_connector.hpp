@@ -3,7 +3,7 @@
 // (verify -> classify -> filter -> submit -> answer after the host's outcome) and graceful stop.
 // Exported by entry.cpp through the SDK's C++ wrapper.
 
-#include "slack/in_flight.hpp"
+#include <wopbridge/in_flight.hpp>
 #include "slack/protocol.hpp"
 #include "slack/settings.hpp"
 

@@ -3,7 +3,7 @@
 // handling (verify -> classify -> submit -> TwiML answer after the host's outcome) and graceful
 // stop. Exported by entry.cpp through the SDK's C++ wrapper.
 
-#include "sms/in_flight.hpp"
+#include <wopbridge/in_flight.hpp>
 #include "sms/protocol.hpp"
 #include "sms/settings.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-// Counts requests between arrival and their answer so stop() can wait for them, and refuses new
+// Connector helper (header-only): counts requests between arrival and their answer so stop() can wait for them, and refuses new
 // ones once stopping. A ticket is held by whatever answers the request (the submit callback).
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <memory>
 #include <mutex>
 
-namespace wopbridge::sms {
+namespace wopbridge {
 
 class in_flight {
   public:
@@ -54,4 +54,4 @@ class in_flight {
     bool closed_ = false;
 };
 
-} // namespace wopbridge::sms
+} // namespace wopbridge
