@@ -6,6 +6,7 @@
 #include "http/bridge_port.hpp"
 #include "http/server.hpp"
 #include "store/store.hpp"
+#include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/schema_check.hpp"
 #include "support/scripted_run_starter.hpp"
@@ -31,6 +32,7 @@ namespace wopbridge {
 namespace {
 
 namespace json = boost::json;
+using testing::eventually;
 using testing::http_call;
 using testing::http_headers;
 using testing::http_reply;
@@ -155,18 +157,6 @@ protected:
         return call("POST", reg.ingest_path, body, "", headers);
     }
 
-    // Polls until `pred` holds, bounded (no fixed sleeps).
-    template <class Pred>
-    static bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-        auto until = std::chrono::steady_clock::now() + limit;
-        while (std::chrono::steady_clock::now() < until) {
-            if (pred()) {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        return pred();
-    }
 
     static void expect_envelope(const http_reply& r, long status, std::string_view code) {
         EXPECT_EQ(r.status, status) << r.body;

@@ -6,6 +6,7 @@
 #include "http/bridge_port.hpp"
 #include "http/server.hpp"
 #include "store/store.hpp"
+#include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/scripted_run_starter.hpp"
 #include "support/temp_dir.hpp"
@@ -21,6 +22,7 @@ namespace wopbridge {
 namespace {
 
 namespace json = boost::json;
+using testing::eventually;
 using testing::http_reply;
 using behaviour = testing::scripted_run_starter::behaviour;
 
@@ -110,16 +112,6 @@ protected:
                     testing::standard_webhook_headers(r.secret, testing::fresh_webhook_id(), ts, body));
     }
 
-    template <class Pred> static bool eventually(Pred pred) {
-        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-        while (std::chrono::steady_clock::now() < until) {
-            if (pred()) {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        return pred();
-    }
 
     json::array dead_letters(const std::string& sub) {
         auto r = call("GET", "/v1/trigger-subscriptions/" + sub + "/dead-letters");

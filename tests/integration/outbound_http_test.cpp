@@ -5,6 +5,7 @@
 #include "http/bridge_port.hpp"
 #include "http/server.hpp"
 #include "store/store.hpp"
+#include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
 #include "support/scripted_run_starter.hpp"
@@ -23,6 +24,7 @@ namespace wopbridge {
 namespace {
 
 namespace json = boost::json;
+using testing::eventually;
 using testing::http_call;
 using testing::http_headers;
 using testing::http_reply;
@@ -91,17 +93,6 @@ protected:
         return testing::perform(c);
     }
 
-    template <class Pred>
-    static bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(15)) {
-        auto until = std::chrono::steady_clock::now() + limit;
-        while (std::chrono::steady_clock::now() < until) {
-            if (pred()) {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        return pred();
-    }
 
     testing::temp_dir dir_;
     system_clock_source clock_;
