@@ -15,7 +15,12 @@ for group in "$@"; do
   case "$group" in
     postgres) packages+=(libpq-dev postgresql) ;;
     redis) packages+=(redis-server redis-tools) ;;
-    browser) packages+=(chromium nodejs npm) ;;
+    browser)
+      packages+=(chromium)
+      # Node.js may come from elsewhere (its npm is then bundled and Debian's npm conflicts with it).
+      command -v node >/dev/null || packages+=(nodejs)
+      command -v npm >/dev/null || packages+=(npm)
+      ;;
     fuzz) packages+=(clang libclang-rt-14-dev) ;;
     *) echo "setup-debian.sh: unknown group '$group'" >&2; exit 2 ;;
   esac
@@ -25,11 +30,14 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The browser tests drive Debian's chromium with playwright-core, pinned by tests/browser/package-lock.json.
+if [[ " $* " == *" browser "* ]] && [ ! -d "$(dirname "$0")/../tests/browser/node_modules/playwright-core" ]; then
+  (cd "$(dirname "$0")/../tests/browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
