@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev json-schema-test-suite
   python3 curl openssl sqlite3 procps
 )
-# Extra groups, requested by name: postgres, redis, browser, fuzz.
+# Extra groups, requested by name: postgres, redis, browser, fuzz, bench.
 for group in "$@"; do
   case "$group" in
     postgres) packages+=(libpq-dev postgresql) ;;
@@ -22,6 +22,12 @@ for group in "$@"; do
       command -v npm >/dev/null || packages+=(npm)
       ;;
     fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    bench)
+      # bench/run: gnuplot for the chart, Redis for the BullMQ peer, Node.js for the peer itself.
+      packages+=(gnuplot-nox redis-server redis-tools)
+      command -v node >/dev/null || packages+=(nodejs)
+      command -v npm >/dev/null || packages+=(npm)
+      ;;
     *) echo "setup-debian.sh: unknown group '$group'" >&2; exit 2 ;;
   esac
 done

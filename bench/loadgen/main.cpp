@@ -1,0 +1,220 @@
+// bench-loadgen: an open-model HTTP load generator for signed webhook ingest.
+//
+//   bench-loadgen search --url U --secret S [--kind webhook|slack] [--dup 0.5] [--p99-bound-ms 50]
+//                 [--start-rate 500] [--max-rate 200000] [--step-seconds 5] [--half-seconds 10]
+//   bench-loadgen fixed  --url U --secret S --rate R --seconds N [--capture FILE]
+//                 [--reuse-existing N --existing-prefix P]
+//
+// `search` steps the offered rate (doubling, then bisecting) to the highest rate whose p99 stays
+// under the bound with (almost) no errors, then runs at half that rate for the latency figures.
+// Output: one JSON object on stdout. Progress goes to stderr.
+
+#include "open_loop.hpp"
+#include "request_set.hpp"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+using namespace wopbridge::bench;
+
+namespace {
+
+struct options {
+    std::string mode;
+    std::map<std::string, std::string> values;
+
+    std::string str(const std::string& k, const std::string& def = "") const {
+        auto it = values.find(k);
+        return it == values.end() ? def : it->second;
+    }
+    double num(const std::string& k, double def) const {
+        auto it = values.find(k);
+        return it == values.end() ? def : std::atof(it->second.c_str());
+    }
+};
+
+struct step_result {
+    double rate = 0;
+    open_loop_result r;
+    bool pass = false;
+};
+
+double ms(std::uint64_t us) {
+    return static_cast<double>(us) / 1000.0;
+}
+
+std::string step_json(const step_result& s) {
+    const auto& r = s.r;
+    double achieved = r.elapsed_s > 0 ? static_cast<double>(r.ok) / r.elapsed_s : 0;
+    char buf[640];
+    std::snprintf(buf, sizeof buf,
+                  "{\"offered_rps\":%.1f,\"achieved_rps\":%.1f,\"sent\":%llu,\"ok\":%llu,"
+                  "\"errors\":%llu,\"status_5xx\":%llu,\"transport_errors\":%llu,"
+                  "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
+                  "\"max_ms\":%.3f,\"mean_ms\":%.3f,\"max_launch_lag_ms\":%.3f,\"pass\":%s}",
+                  s.rate, achieved, static_cast<unsigned long long>(r.sent),
+                  static_cast<unsigned long long>(r.ok), static_cast<unsigned long long>(r.errors),
+                  static_cast<unsigned long long>(r.status_5xx),
+                  static_cast<unsigned long long>(r.transport_errors), ms(r.latency.percentile(0.50)),
+                  ms(r.latency.percentile(0.90)), ms(r.latency.percentile(0.99)),
+                  ms(r.latency.percentile(0.999)), ms(r.latency.max()), r.latency.mean() / 1000.0,
+                  ms(r.max_launch_lag_us), s.pass ? "true" : "false");
+    return buf;
+}
+
+request_set_options set_options(const options& o, std::uint32_t seed) {
+    request_set_options ro;
+    ro.kind = o.str("kind", "webhook") == "slack" ? request_kind::slack_event
+                                                   : request_kind::standard_webhook;
+    ro.secret = o.str("secret");
+    ro.id_prefix = o.str("id-prefix", "msg_bench_") +
+                   std::to_string(std::chrono::system_clock::now().time_since_epoch().count() %
+                                  100000000) + "_";
+    ro.duplicate_ratio = o.num("dup", 0);
+    ro.reuse_existing = static_cast<std::uint64_t>(o.num("reuse-existing", 0));
+    ro.existing_prefix = o.str("existing-prefix");
+    ro.seed = seed;
+    return ro;
+}
+
+step_result run_step(const options& o, double rate, double seconds, std::uint32_t seed,
+                     const response_observer& observe = {}) {
+    request_set set;
+    auto count = static_cast<std::size_t>(std::max(1.0, std::round(rate * seconds)));
+    set.build(set_options(o, seed), count);
+    open_loop_options lo;
+    lo.url = o.str("url");
+    lo.rate = rate;
+    lo.count = count;
+    lo.connections = static_cast<int>(o.num("connections", 64));
+    lo.timeout_ms = static_cast<long>(o.num("timeout-ms", 10000));
+    step_result s;
+    s.rate = rate;
+    s.r = run_open_loop(lo, set, observe);
+    double bound_ms = o.num("p99-bound-ms", 50);
+    double achieved = s.r.elapsed_s > 0 ? static_cast<double>(s.r.ok) / s.r.elapsed_s : 0;
+    s.pass = ms(s.r.latency.percentile(0.99)) <= bound_ms &&
+             static_cast<double>(s.r.errors) <= 0.001 * static_cast<double>(s.r.sent) &&
+             achieved >= 0.9 * rate;
+    std::fprintf(stderr, "  step %s\n", step_json(s).c_str());
+    return s;
+}
+
+void settle(const options& o) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        static_cast<long>(o.num("settle-seconds", 2) * 1000)));
+}
+
+int search(const options& o) {
+    double rate = o.num("start-rate", 500);
+    const double max_rate = o.num("max-rate", 200000);
+    const double step_s = o.num("step-seconds", 5);
+    const int max_steps = static_cast<int>(o.num("max-steps", 12));
+    double good = 0;
+    double bad = 0;
+    std::string steps;
+    std::uint32_t seed = 1;
+    for (int i = 0; i < max_steps; ++i) {
+        auto s = run_step(o, rate, step_s, seed++);
+        steps += (steps.empty() ? "" : ",") + step_json(s);
+        if (s.pass) {
+            good = rate;
+        } else {
+            bad = rate;
+        }
+        settle(o);
+        if (bad == 0) {
+            if (rate >= max_rate) {
+                break;
+            }
+            rate = std::min(max_rate, rate * 2);
+        } else if (good == 0) {
+            rate = rate / 2;
+            if (rate < 10) {
+                break;
+            }
+        } else {
+            if (bad / good < o.num("precision", 1.15)) {
+                break;
+            }
+            rate = std::round((good + bad) / 2);
+        }
+    }
+    std::string half = "null";
+    if (good > 0) {
+        auto h = run_step(o, good / 2, o.num("half-seconds", 10), seed++);
+        half = step_json(h);
+    }
+    std::printf("{\"max_rps\":%.1f,\"p99_bound_ms\":%.1f,\"at_half\":%s,\"steps\":[%s]}\n", good,
+                o.num("p99-bound-ms", 50), half.c_str(), steps.c_str());
+    return good > 0 ? 0 : 1;
+}
+
+int fixed(const options& o) {
+    std::ofstream capture;
+    if (!o.str("capture").empty()) {
+        capture.open(o.str("capture"));
+    }
+    response_observer observe;
+    if (capture.is_open()) {
+        observe = [&capture](std::size_t, double scheduled_wall_ms, const std::string& body) {
+            auto at = body.find("\"runId\":\"");
+            if (at == std::string::npos) {
+                return;
+            }
+            at += 9;
+            auto end = body.find('"', at);
+            if (end == std::string::npos) {
+                return;
+            }
+            char ts[64];
+            std::snprintf(ts, sizeof ts, "%.3f", scheduled_wall_ms);
+            capture << body.substr(at, end - at) << '\t' << ts << '\n';
+        };
+    }
+    auto s = run_step(o, o.num("rate", 100), o.num("seconds", 5), 1, observe);
+    std::printf("%s\n", step_json(s).c_str());
+    return s.r.errors == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: bench-loadgen search|fixed --url URL --secret S [options]\n");
+        return 2;
+    }
+    options o;
+    o.mode = argv[1];
+    for (int i = 2; i + 1 < argc; i += 2) {
+        std::string k = argv[i];
+        if (k.rfind("--", 0) != 0) {
+            std::fprintf(stderr, "bench-loadgen: unexpected argument %s\n", argv[i]);
+            return 2;
+        }
+        o.values[k.substr(2)] = argv[i + 1];
+    }
+    if (o.str("url").empty()) {
+        std::fprintf(stderr, "bench-loadgen: --url is required\n");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = 2;
+    if (o.mode == "search") {
+        rc = search(o);
+    } else if (o.mode == "fixed") {
+        rc = fixed(o);
+    } else {
+        std::fprintf(stderr, "bench-loadgen: unknown mode %s\n", o.mode.c_str());
+    }
+    curl_global_cleanup();
+    return rc;
+}
