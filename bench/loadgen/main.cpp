@@ -4,6 +4,7 @@
 //                 [--start-rate 500] [--max-rate 200000] [--step-seconds 5] [--half-seconds 10]
 //   bench-loadgen fixed  --url U --secret S --rate R --seconds N [--capture FILE]
 //                 [--reuse-existing N --existing-prefix P]
+//   bench-loadgen selftest   checks the histogram's percentiles against exact ones (bench/run runs it)
 //
 // `search` steps the offered rate (doubling, then bisecting) to the highest rate whose p99 stays
 // under the bound with (almost) no errors, then runs at half that rate for the latency figures.
@@ -19,9 +20,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace wopbridge::bench;
 
@@ -185,9 +189,45 @@ int fixed(const options& o) {
     return s.r.errors == 0 ? 0 : 1;
 }
 
+// The recorder against exact order statistics of a heavy-tailed sample: every reported percentile
+// must be within the histogram's resolution (1/64 relative, plus 1 us) above the exact value and
+// never below it.
+int selftest() {
+    std::mt19937_64 rng(11);
+    std::lognormal_distribution<double> dist(7.0, 1.5); // median ~1.1 ms, long tail
+    latency_histogram h;
+    std::vector<std::uint64_t> exact;
+    for (int i = 0; i < 200000; ++i) {
+        auto v = static_cast<std::uint64_t>(dist(rng));
+        h.record(v);
+        exact.push_back(v);
+    }
+    std::sort(exact.begin(), exact.end());
+    int failures = 0;
+    for (double q : {0.5, 0.9, 0.99, 0.999, 1.0}) {
+        auto want = exact[static_cast<std::size_t>(
+            std::clamp<double>(std::ceil(q * static_cast<double>(exact.size())), 1,
+                               static_cast<double>(exact.size())) - 1)];
+        auto got = h.percentile(q);
+        bool ok = got >= want && static_cast<double>(got - want) <= want / 64.0 + 1;
+        std::fprintf(stderr, "  p%g exact %llu us, histogram %llu us %s\n", q * 100,
+                     static_cast<unsigned long long>(want), static_cast<unsigned long long>(got),
+                     ok ? "ok" : "WRONG");
+        failures += ok ? 0 : 1;
+    }
+    if (h.count() != exact.size() || h.max() != exact.back()) {
+        ++failures;
+    }
+    std::printf("{\"selftest\":\"%s\"}\n", failures == 0 ? "ok" : "failed");
+    return failures == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc >= 2 && std::string(argv[1]) == "selftest") {
+        return selftest();
+    }
     if (argc < 2) {
         std::fprintf(stderr, "usage: bench-loadgen search|fixed --url URL --secret S [options]\n");
         return 2;
