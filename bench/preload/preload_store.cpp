@@ -3,10 +3,16 @@
 // row, TriggerEvent content), as if N signed webhooks with webhook-id PREFIX%010d had been accepted
 // for SUBSCRIPTION. The dedup keys are the host-keyed ones the bridge computes (same host key file),
 // so a later request carrying one of those webhook-ids is answered `duplicate` by the real server.
-// Every delivery is due in 2100: the bridge keeps them stored (that is what we size) without trying
-// to start a million runs.
 //
-//   bench-preload DB HOST_KEY_FILE SUBSCRIPTION PREFIX N
+// The deliveries must not start a million runs when `serve` opens the file. Two states, both
+// through the same intake call:
+//   held     (default) committed `held`: stored and de-duplicated like history, invisible to the
+//            delivery engine (released only when the subscription *becomes* active again). The
+//            store API has no bulk way to mark a delivery done without a run start per delivery.
+//   pending  due in 2100: a million-delivery *backlog* (e.g. after a long upstream outage), which
+//            the engine's due-time queries have to walk.
+//
+//   bench-preload DB HOST_KEY_FILE SUBSCRIPTION PREFIX N [held|pending]
 // The subscription must exist (start `wopbridge serve` on the config once first).
 
 #include "contract/events.hpp"
@@ -26,8 +32,14 @@
 using namespace wopbridge;
 
 int main(int argc, char** argv) {
-    if (argc != 6) {
-        std::fprintf(stderr, "usage: bench-preload DB HOST_KEY_FILE SUBSCRIPTION PREFIX N\n");
+    if (argc != 6 && argc != 7) {
+        std::fprintf(stderr,
+                     "usage: bench-preload DB HOST_KEY_FILE SUBSCRIPTION PREFIX N [held|pending]\n");
+        return 2;
+    }
+    const std::string state = argc == 7 ? argv[6] : "held";
+    if (state != "held" && state != "pending") {
+        std::fprintf(stderr, "bench-preload: state must be held or pending\n");
         return 2;
     }
     const std::string db = argv[1];
@@ -78,7 +90,8 @@ int main(int argc, char** argv) {
         req.delivery_id = ids.make("dlv");
         req.run_id = ids.make("run");
         req.received_at = now;
-        req.due_at = far_future;
+        req.due_at = state == "held" ? now : far_future;
+        req.hold = state == "held";
         req.dedup_expires_at = now + 2 * day;
         events::trigger_event_fields f;
         f.source = source_kind::webhook;
@@ -107,7 +120,9 @@ int main(int argc, char** argv) {
             }
             std::lock_guard lock(mu);
             --in_flight;
-            cv.notify_all();
+            if (in_flight == window / 2 || in_flight == 0) { // not a wake-up per delivery
+                cv.notify_all();
+            }
         });
         if (i > 0 && i % 100000 == 0) {
             std::fprintf(stderr, "  preloaded %ld\n", i);
