@@ -4,6 +4,8 @@
 //                 [--start-rate 500] [--max-rate 200000] [--step-seconds 5] [--half-seconds 10]
 //   bench-loadgen fixed  --url U --secret S --rate R --seconds N [--capture FILE]
 //                 [--reuse-existing N --existing-prefix P]
+//   common: [--connections 64] [--timeout-ms 10000] [--settle-seconds 1]
+//           [--idle-pids PID,PID --settle-max-seconds 30]  (wait for the servers to go idle first)
 //   bench-loadgen selftest   checks the histogram's percentiles against exact ones (bench/run runs it)
 //
 // `search` steps the offered rate (doubling, then bisecting) to the highest rate whose p99 stays
@@ -23,8 +25,10 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace wopbridge::bench;
@@ -112,9 +116,68 @@ step_result run_step(const options& o, double rate, double seconds, std::uint32_
     return s;
 }
 
+// CPU ticks (utime + stime) of the processes in --idle-pids, -1 when none is readable.
+long long cpu_ticks(const std::string& pids) {
+    long long total = -1;
+    std::size_t at = 0;
+    while (at < pids.size()) {
+        auto comma = pids.find(',', at);
+        std::string pid = pids.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        at = comma == std::string::npos ? pids.size() : comma + 1;
+        std::ifstream f("/proc/" + pid + "/stat");
+        std::string line;
+        if (!std::getline(f, line)) {
+            continue;
+        }
+        // Fields after the ")" that closes the command name: state is field 3, utime 14, stime 15.
+        auto close = line.rfind(')');
+        if (close == std::string::npos) {
+            continue;
+        }
+        std::istringstream rest(line.substr(close + 2));
+        std::string field;
+        long long utime = 0;
+        long long stime = 0;
+        for (int i = 3; i <= 15 && rest >> field; ++i) {
+            if (i == 14) {
+                utime = std::atoll(field.c_str());
+            } else if (i == 15) {
+                stime = std::atoll(field.c_str());
+            }
+        }
+        total = (total < 0 ? 0 : total) + utime + stime;
+    }
+    return total;
+}
+
+// Between steps: at least --settle-seconds, then until the servers (--idle-pids) are idle, i.e.
+// the bridge's delivery engine has worked off the previous step's runs, so every step starts
+// from the same state. Bounded by --settle-max-seconds.
 void settle(const options& o) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(
-        static_cast<long>(o.num("settle-seconds", 2) * 1000)));
+        static_cast<long>(o.num("settle-seconds", 1) * 1000)));
+    const std::string pids = o.str("idle-pids");
+    if (pids.empty()) {
+        return;
+    }
+    const auto until = start + std::chrono::milliseconds(
+                                   static_cast<long>(o.num("settle-max-seconds", 30) * 1000));
+    const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+    long long before = cpu_ticks(pids);
+    while (before >= 0 && clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        long long after = cpu_ticks(pids);
+        if (after < 0 || static_cast<double>(after - before) / hz < 0.3 * 0.05) {
+            return; // under 5 % of one core over the last 300 ms
+        }
+        before = after;
+    }
+    if (before >= 0) {
+        std::fprintf(stderr, "  (servers still busy after %.0f s; going on)\n",
+                     o.num("settle-max-seconds", 30));
+    }
 }
 
 int search(const options& o) {
@@ -126,6 +189,7 @@ int search(const options& o) {
     double bad = 0;
     std::string steps;
     std::uint32_t seed = 1;
+    settle(o); // the previous scenario may still be delivering
     for (int i = 0; i < max_steps; ++i) {
         auto s = run_step(o, rate, step_s, seed++);
         steps += (steps.empty() ? "" : ",") + step_json(s);
@@ -184,6 +248,7 @@ int fixed(const options& o) {
             capture << body.substr(at, end - at) << '\t' << ts << '\n';
         };
     }
+    settle(o);
     auto s = run_step(o, o.num("rate", 100), o.num("seconds", 5), 1, observe);
     std::printf("%s\n", step_json(s).c_str());
     return s.r.errors == 0 ? 0 : 1;
