@@ -3,6 +3,8 @@
 // 250 only after the commit and start one run each with the right causationId; the attachment
 // reaches the run as an attachment reference (the bytes sit in the blob store, not in the event);
 // an unknown recipient is refused with 550 and starts nothing; the same Message-ID twice is one run.
+#include "support/http_client.hpp"
+#include "support/provider_signing.hpp"
 #include "support/serve_probe.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -23,6 +26,7 @@ namespace json = boost::json;
 
 constexpr const char* sub = "support-mail";
 constexpr const char* python = "/usr/bin/python3";
+constexpr const char* webhook_key = "key-inbound-parse-0123456789abcdef";
 
 class EmailServeTest : public ::testing::Test {
 protected:
@@ -41,7 +45,10 @@ protected:
             << "connectors:\n"
                "  - name: email\n"
                "    module: email\n"
-               "    settings: {listen: \"127.0.0.1:0\", hostname: mx.example.test}\n"
+               "    settings: {listen: \"127.0.0.1:0\", hostname: mx.example.test,\n"
+               "               webhookSigningKey: \""
+            << webhook_key
+            << "\"}\n"
                "subscriptions:\n"
                "  - {id: support-mail, source: email, connector: email, workflowId: triage,\n"
                "     settings: {addresses: [support@example.test]}}\n";
@@ -193,6 +200,53 @@ TEST_F(EmailServeTest, SameMessageIdTwiceStartsOneRun) {
     std::vector<std::string> after;
     EXPECT_TRUE(probe_->runs_started(sub, 1, &after));
     EXPECT_EQ(after, runs);
+}
+
+// The inbound-parse webhook variant (a hosted mail provider POSTs the parsed message): signed with
+// hex HMAC-SHA256(key, timestamp + token), multipart with a file part. Accepted once with one run;
+// the same token again is a replay and refused; a wrong signature starts nothing.
+TEST_F(EmailServeTest, InboundParseWebhookStartsOneRunAndRefusesReplays) {
+    auto post = [&](const std::string& token, const std::string& key) {
+        const std::string ts = std::to_string(std::time(nullptr));
+        auto part = [](const std::string& name, const std::string& value) {
+            return "--b0undary\r\nContent-Disposition: form-data; name=\"" + name +
+                   "\"\r\n\r\n" + value + "\r\n";
+        };
+        http_call c;
+        c.method = "POST";
+        c.url = serve_.url() + "/v1/ingest/" + sub;
+        c.headers = {{"content-type", "multipart/form-data; boundary=b0undary"}};
+        c.body = part("timestamp", ts) + part("token", token) +
+                 part("signature", hmac_sha256_hex(key, ts + token)) +
+                 part("from", "Ada <ada@example.com>") + part("recipient", "support@example.test") +
+                 part("subject", "Via the provider") + part("body-plain", "Parsed upstream.") +
+                 part("Message-Id", "<parse-0001@example.com>") +
+                 "--b0undary\r\nContent-Disposition: form-data; name=\"attachment-1\"; "
+                 "filename=\"log.txt\"\r\nContent-Type: text/plain\r\n\r\nprinter log\r\n"
+                 "--b0undary--\r\n";
+        return perform(c);
+    };
+    const std::string token = "tok-0123456789abcdef0123456789abcdef0123456789abcdef";
+    auto forged = post(token, "not-the-key-0123456789");
+    EXPECT_EQ(forged.status, 401) << forged.body;
+    EXPECT_TRUE(probe_->nothing_started(sub, 0));
+
+    auto r = post(token, webhook_key);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("\"accepted\""), std::string::npos) << r.body;
+    std::vector<std::string> runs;
+    ASSERT_TRUE(probe_->runs_started(sub, 1, &runs));
+    EXPECT_NE(r.body.find(runs[0]), std::string::npos) << r.body;
+    auto event = event_of(runs[0]);
+    const auto& atts = event.at("email").at("attachments").as_array();
+    ASSERT_EQ(atts.size(), 1u) << json::serialize(event);
+    EXPECT_EQ(read_text_file(dir_.file("attachments/" +
+                                       std::string(atts[0].at("ref").as_string()).substr(4))),
+              "printer log");
+
+    auto replay = post(token, webhook_key);
+    EXPECT_EQ(replay.status, 401) << replay.body;
+    EXPECT_TRUE(probe_->nothing_started(sub, 1));
 }
 
 } // namespace

@@ -34,12 +34,12 @@ std::vector<delivery_row> serve_probe::deliveries(const std::string& subscriptio
     c.headers = {{"authorization", "Bearer " + api_key_}};
     auto r = perform(c);
     std::vector<delivery_row> rows;
-    if (r.status != 200) {
-        return rows;
-    }
     boost::system::error_code ec;
     auto v = json::parse(r.body, ec);
-    if (ec || !v.is_object()) {
+    if (r.status != 200 || ec || !v.is_object()) {
+        // An unreadable list must not pass for an empty one.
+        ADD_FAILURE() << "deliveries of " << subscription_id << ": HTTP " << r.status << " "
+                      << r.body << r.error;
         return rows;
     }
     for (const auto& d : v.at("deliveries").as_array()) {
