@@ -36,7 +36,7 @@ TEST_F(BlobStoreTest, PutIsContentAddressedAndReadBack) {
 TEST_F(BlobStoreTest, ConcurrentPutsOfTheSameBytesAllSucceed) {
     blob_store blobs(dir_.file("attachments"));
     constexpr int threads_n = 8;
-    constexpr int rounds = 30;
+    constexpr int rounds = 12;
     std::barrier start(threads_n);
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
