@@ -2,7 +2,9 @@
 
 #include <wopbridge/signatures.hpp>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
@@ -70,7 +72,11 @@ result<std::string> blob_store::put(std::string_view bytes) {
     if (::stat(final_path.c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) == bytes.size()) {
         return ref;
     }
-    std::string tmp = final_path + ".tmp." + std::to_string(::getpid());
+    // One temp file per call: concurrent puts of the same bytes (two mails with one attachment)
+    // must not truncate each other's file before its rename.
+    static std::atomic<std::uint64_t> sequence{0};
+    std::string tmp = final_path + ".tmp." + std::to_string(::getpid()) + "." +
+                      std::to_string(sequence.fetch_add(1));
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         return make_error_code(errc::store_unavailable);

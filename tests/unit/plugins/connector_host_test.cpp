@@ -3,6 +3,7 @@
 // for a connector that never answers.
 #include "plugins/connector_host.hpp"
 #include "support/fake_clock.hpp"
+#include "support/temp_dir.hpp"
 
 #include <boost/json.hpp>
 #include <gmock/gmock.h>
@@ -11,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 
 namespace wopbridge {
@@ -36,6 +39,10 @@ class recording_sink final : public submit_sink {
     bool wait_for(std::size_t n) {
         std::unique_lock lk(mu_);
         return cv_.wait_for(lk, wait_limit, [&] { return submissions_.size() >= n; });
+    }
+    std::size_t size() {
+        std::lock_guard lk(mu_);
+        return submissions_.size();
     }
     inbound_submission at(std::size_t i) {
         std::lock_guard lk(mu_);
@@ -495,6 +502,67 @@ TEST_F(ConnectorHostTest, WritesLogLinesAsJson) {
         found = found || m == "lifecycle create";
     }
     EXPECT_TRUE(found);
+}
+
+// api->store_attachment: the forms module (a real uploader) stores an uploaded file through the
+// host; the bytes land fsynced in the configured directory under the reference's hex, and the event
+// carries only the reference.
+class ConnectorHostAttachmentTest : public ConnectorHostTest {
+  protected:
+    void start_forms(const std::string& attachment_dir) {
+        options_.module_dirs = {WOPBRIDGE_MODULE_DIR};
+        options_.attachment_dir = attachment_dir;
+        host_ = std::make_unique<connector_host>(options_, sink_, clock_, random_);
+        auto r = host_->add_instance({"forms", "forms", "{}"});
+        ASSERT_TRUE(r) << r.error().message;
+        auto s = sub("contact", "forms", R"({"allowedOrigins":["https://example.com"]})");
+        s.source = source_kind::form;
+        ASSERT_TRUE(host_->subscribe(s));
+    }
+
+    void post_upload(const std::string& content) {
+        inbound_http_request r;
+        r.target = "/v1/ingest/contact";
+        r.headers = {{"Content-Type", "multipart/form-data; boundary=xyzzy"},
+                     {"Origin", "https://example.com"},
+                     {"Accept", "application/json"}};
+        r.body = "--xyzzy\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAda\r\n"
+                 "--xyzzy\r\nContent-Disposition: form-data; name=\"cv\"; filename=\"cv.txt\"\r\n"
+                 "Content-Type: text/plain\r\n\r\n" +
+                 content + "\r\n--xyzzy--\r\n";
+        auto s = sub("contact", "forms");
+        s.source = source_kind::form;
+        host_->handle(s, r, out_.reply_to());
+    }
+
+    testing::temp_dir dir_;
+};
+
+TEST_F(ConnectorHostAttachmentTest, StoresUploadsInTheConfiguredDirectory) {
+    start_forms(dir_.file("attachments"));
+    post_upload("line one\nline two\n");
+    ASSERT_TRUE(sink_.wait_for(1));
+    const auto event = boost::json::parse(sink_.at(0).content_json).as_object();
+    const auto& files = event.at("form").at("files").as_array();
+    ASSERT_EQ(files.size(), 1u) << sink_.at(0).content_json;
+    const std::string ref(files[0].at("ref").as_string());
+    ASSERT_EQ(ref.rfind("att_", 0), 0u) << ref;
+    EXPECT_EQ(sink_.at(0).content_json.find("line one"), std::string::npos); // not inline
+    std::ifstream in(dir_.file("attachments/" + ref.substr(4)), std::ios::binary);
+    std::stringstream stored;
+    stored << in.rdbuf();
+    EXPECT_EQ(stored.str(), "line one\nline two\n");
+    sink_.commit(0, submit_result{submit_status::accepted, "run_1", "dlv_1", 0, ""});
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].status, 202);
+}
+
+TEST_F(ConnectorHostAttachmentTest, WithoutADirectoryAnUploadIsRefusedNotCrashed) {
+    start_forms("");
+    post_upload("bytes");
+    ASSERT_TRUE(out_.wait_replies(1));
+    EXPECT_EQ(out_.replies()[0].status, 503); // the connector's "could not store the upload"
+    EXPECT_EQ(sink_.size(), 0u);
 }
 
 } // namespace
