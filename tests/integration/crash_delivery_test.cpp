@@ -51,7 +51,6 @@ protected:
             << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
                "store: {sqlite: {path: bridge.db}}\n"
                "hostKeyFile: host.key\n"
-               "logging: {level: warn}\n"
             << "runs: " << runs << "\n"
             << "delivery: " << delivery << "\n"
             << "subscriptions:\n"

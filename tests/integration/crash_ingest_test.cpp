@@ -49,7 +49,6 @@ protected:
             << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
                "store: {sqlite: {path: bridge.db}}\n"
                "hostKeyFile: host.key\n"
-               "logging: {level: warn}\n"
                "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
                "delivery: {retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 1s}\n"
                "subscriptions:\n"

@@ -91,7 +91,6 @@ protected:
             << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
                "store: {sqlite: {path: bridge.db}}\n"
                "hostKeyFile: host.key\n"
-               "logging: {level: error}\n"
                "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
                "delivery: {retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 2s}\n"
                "subscriptions:\n"

@@ -42,7 +42,6 @@ protected:
             << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
                "store: {sqlite: {path: bridge.db}}\n"
                "hostKeyFile: host.key\n"
-               "logging: {level: warn}\n"
                "runs: {upstream: {baseUrl: \""
             << base_url << "\", timeout: 10s}}\n"
             << "delivery: " << delivery << "\n"
