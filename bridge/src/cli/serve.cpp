@@ -163,6 +163,12 @@ int run_serve(const std::vector<std::string>& args) {
         connector_host_options ho;
         ho.module_dirs = p.values("module-path");
         ho.public_url = settings.public_url;
+        // Attachments live beside the SQLite database (the config's directory with PostgreSQL).
+        ho.attachment_dir = ((cfg.store.backend == store_config::backend_kind::sqlite
+                                 ? std::filesystem::path(cfg.store.sqlite_path).parent_path()
+                                 : cfg.base_dir) /
+                            "attachments")
+                                .string();
         host = std::make_unique<connector_host>(ho, *sink, clock, random);
         if (auto r = host->add_instances(connector_configs(cfg)); !r) {
             std::fprintf(stderr, "wopbridge serve: %s\n", r.error().message.c_str());

@@ -1,5 +1,7 @@
 #include "plugins/connector_host.hpp"
 
+#include "core/blob_store.hpp"
+
 #include "wopbridge/connector.h"
 
 #include <boost/json.hpp>
@@ -199,6 +201,10 @@ struct connector_host::impl {
         api.register_subscription = &impl::api_register_subscription;
         api.post_task = &impl::api_post_task;
         api.has_capacity = &impl::api_has_capacity;
+        api.store_attachment = &impl::api_store_attachment;
+        if (!options.attachment_dir.empty()) {
+            blobs = std::make_unique<blob_store>(options.attachment_dir);
+        }
 
         timer_thread = std::thread([this] { timer_loop(); });
         const int n = std::max(1, options.worker_threads);
@@ -233,6 +239,7 @@ struct connector_host::impl {
     clock_source& clock;
     random_source& random;
     std::mutex random_mu;
+    std::unique_ptr<blob_store> blobs; // null: no attachment directory configured
     wb_host_api api{};
 
     mutable std::shared_mutex inst_mu;
@@ -723,6 +730,31 @@ struct connector_host::impl {
             return h != nullptr && context_of(h)->owner->sink.has_capacity() ? 1 : 0;
         } catch (...) {
             return 0;
+        }
+    }
+
+    static wb_status api_store_attachment(wb_host* h, wb_str bytes, char* ref_buf,
+                                          std::size_t ref_buf_size) noexcept {
+        if (h == nullptr || ref_buf == nullptr || (bytes.data == nullptr && bytes.size != 0)) {
+            return WB_ERR_INVALID;
+        }
+        try {
+            blob_store* blobs = context_of(h)->owner->blobs.get();
+            if (blobs == nullptr) {
+                return WB_ERR_UNSUPPORTED;
+            }
+            auto ref = blobs->put(std::string_view(bytes.data, bytes.size));
+            if (!ref) {
+                return WB_ERR_BUSY; // the disk refused: the caller refuses the message, retry later
+            }
+            if (ref->size() + 1 > ref_buf_size) {
+                return WB_ERR_INVALID;
+            }
+            std::copy(ref->begin(), ref->end(), ref_buf);
+            ref_buf[ref->size()] = '\0';
+            return WB_OK;
+        } catch (...) {
+            return WB_ERR_INTERNAL;
         }
     }
 

@@ -52,6 +52,9 @@ struct connector_host_options {
     std::function<std::optional<std::string>(const discovered_subscription&)> register_subscription;
     // Where connector log lines go (one JSON object per line). Unset: stderr.
     std::function<void(const std::string& line)> log_sink;
+    // The blob store directory behind api->store_attachment (email parts, uploaded files).
+    // Empty: store_attachment answers WB_ERR_UNSUPPORTED.
+    std::string attachment_dir;
 };
 
 // Per-instance counters (content-free).
