@@ -98,9 +98,9 @@ TEST_F(CrashIngestTest, AcknowledgedIngestsSurviveRepeatedSigkillWithExactlyOneR
             calls.push_back(signed_ingest_call(serve.url(), "orders", secret, id, body_for(id)));
         }
 
-        // Kill at a seeded point: after k answers (k may be 0: requests still connecting), plus a
-        // seeded sub-millisecond-to-few-ms delay so the kill lands inside a group commit too.
-        const int kill_after = std::uniform_int_distribution<int>(0, per_round * 2 / 3)(rng);
+        // Kill at a seeded point: after k answers plus a seeded delay of up to 3 ms, so the kill
+        // lands inside group commits too. k >= 25 keeps 4 rounds above the floor asserted below.
+        const int kill_after = std::uniform_int_distribution<int>(25, per_round * 2 / 3)(rng);
         const int extra_us = std::uniform_int_distribution<int>(0, 3000)(rng);
         std::atomic<int> answered{0};
         std::vector<http_reply> replies;
