@@ -105,7 +105,7 @@ void send_all(int fd, const std::string& data) {
 
 } // namespace
 
-http_test_server::http_test_server(handler h) : handler_(std::move(h)) {
+http_test_server::http_test_server(handler h, std::uint16_t port) : handler_(std::move(h)) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) {
         throw std::runtime_error("socket");
@@ -113,9 +113,11 @@ http_test_server::http_test_server(handler h) : handler_(std::move(h)) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
+    addr.sin_port = htons(port);
+    int one = 1;
+    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listen_fd_, 64) != 0) {
+        ::listen(listen_fd_, 512) != 0) {
         throw std::runtime_error("bind/listen");
     }
     socklen_t len = sizeof addr;

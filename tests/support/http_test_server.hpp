@@ -38,7 +38,8 @@ struct http_response {
 class http_test_server {
 public:
     using handler = std::function<http_response(const http_request&)>;
-    explicit http_test_server(handler h);
+    // port 0 = an ephemeral port; a fixed port lets a test bring a "down" upstream back up.
+    explicit http_test_server(handler h, std::uint16_t port = 0);
     ~http_test_server();
     http_test_server(const http_test_server&) = delete;
     http_test_server& operator=(const http_test_server&) = delete;

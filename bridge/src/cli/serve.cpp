@@ -116,6 +116,9 @@ int run_serve(const std::vector<std::string>& args) {
     sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
+    // A file-size limit (RLIMIT_FSIZE) reached by a store write must fail that write (EFBIG ->
+    // store_unavailable -> 503), not kill the process with SIGXFSZ's default action.
+    std::signal(SIGXFSZ, SIG_IGN);
 
     auto loaded = load_config(path);
     if (print_config_errors(loaded)) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -74,10 +75,16 @@ result<std::string> read_key_file(const std::string& path) {
     return key;
 }
 
+// Writes the key to a temporary file, fsyncs it and links it into place (link fails when the
+// name exists), so the key file appears whole or not at all: a kill during creation (SIGKILL at
+// the first start) never leaves an empty key file that would keep every later start from opening
+// the host key.
 result<std::string> create_key_file(const std::string& path, random_source& random) {
     std::string key(secret_box::key_size, '\0');
     random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    ::unlink(tmp.c_str()); // a leftover of a killed process that had our pid
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         return make_error_code(errc::invalid_argument);
     }
@@ -85,9 +92,17 @@ result<std::string> create_key_file(const std::string& path, random_source& rand
               ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) &&
               ::fsync(fd) == 0;
     ::close(fd);
-    if (!ok) {
-        ::unlink(path.c_str());
+    const bool linked = ok && ::link(tmp.c_str(), path.c_str()) == 0;
+    ::unlink(tmp.c_str());
+    if (!linked) {
         return make_error_code(errc::internal);
+    }
+    // The new name must survive a power loss too: fsync the directory.
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
     }
     return key;
 }
@@ -101,6 +116,12 @@ result<secret_box> secret_box::open(const std::string& key_file, random_source& 
         return secret_box(std::move(key));
     }
     struct stat st{};
+    if (::stat(key_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+        // An empty key file is what a kill during creation left behind before creation went
+        // through a temporary file: nothing can have been sealed with a key that was never
+        // written, so it is replaced.
+        ::unlink(key_file.c_str());
+    }
     if (::stat(key_file.c_str(), &st) != 0 && errno == ENOENT) {
         auto created = create_key_file(key_file, random);
         if (created) {

@@ -250,6 +250,9 @@ void delivery_engine::after_commit_start(const std::shared_ptr<attempt_ctx>& ctx
             if (r.follow_up_events.empty()) {
                 return; // the lifecycle sink reports the run's end
             }
+            if (!ctx->prepared.follow_up_events.empty()) {
+                return; // prepare() reported them: committed with run.started, never twice
+            }
             // A starter that reports what follows only from start() (e.g. run.completed for a
             // workflow without a command): appended right after the commit.
             for (const auto& [type, payload] : r.follow_up_events) {

@@ -112,6 +112,13 @@ public:
             r.reason = "workflow command missing or not executable";
             return r;
         }
+        if (it->second.command.empty()) {
+            // Nothing to execute: run.completed is committed with run.started in the attempt's
+            // one transaction, so a crash after that commit cannot leave the run `running` (and
+            // the restart would fail it as interrupted although nothing was).
+            r.follow_up_events.emplace_back("run.completed", "{}");
+            r.status_after = run_status::completed;
+        }
         return r;
     }
 
@@ -123,9 +130,7 @@ public:
         }
         const local_workflow& wf = workflows_.at(req.workflow_id);
         if (wf.command.empty()) {
-            r.follow_up_events.emplace_back("run.completed", "{}");
-            r.status_after = run_status::completed;
-            done(std::move(r));
+            done(std::move(r)); // prepare() reported run.completed
             return;
         }
         std::string err;

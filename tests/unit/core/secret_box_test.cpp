@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 
 namespace wopbridge {
@@ -53,6 +54,31 @@ TEST_F(SecretBoxTest, RefusesAKeyFileOfTheWrongSize) {
     std::ofstream(path) << "short";
     ::chmod(path.c_str(), 0600);
     EXPECT_FALSE(secret_box::open(path, random_).has_value());
+}
+
+TEST_F(SecretBoxTest, AnEmptyKeyFileLeftByAKilledCreationIsReplaced) {
+    // What a SIGKILL between creating and writing the key file used to leave behind: every later
+    // start then failed to open the host key (intake answered 503 for good).
+    auto path = dir_.file("host.key");
+    std::ofstream(path).close();
+    ::chmod(path.c_str(), 0600);
+    auto box = secret_box::open(path, random_);
+    ASSERT_TRUE(box.has_value());
+    struct stat st{};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 32);
+    testing::seeded_random other{99};
+    EXPECT_EQ(secret_box::open(path, other)->fingerprint("whsec_x"), box->fingerprint("whsec_x"));
+}
+
+TEST_F(SecretBoxTest, CreationLeavesNoTemporaryFileBehind) {
+    ASSERT_TRUE(secret_box::open(dir_.file("host.key"), random_));
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+        ++files;
+        EXPECT_EQ(e.path().filename(), "host.key");
+    }
+    EXPECT_EQ(files, 1);
 }
 
 TEST_F(SecretBoxTest, SealedTextDoesNotContainTheSecretAndUnseals) {

@@ -3,6 +3,7 @@
 #include "core/synchronized_random.hpp"
 #include "store/store.hpp"
 #include "support/fake_clock.hpp"
+#include "support/forwarding_store.hpp"
 #include "support/scripted_run_starter.hpp"
 #include "support/temp_dir.hpp"
 
@@ -40,6 +41,39 @@ private:
     std::mutex mutex_;
     std::vector<run_start_callback> held_;
     std::vector<run_start_request> requests_;
+};
+
+// A local-style starter that reports run.completed both from prepare() (to be committed with
+// run.started) and from start(), as the real local starter and the seam starter do.
+class completes_at_once_starter final : public run_starter {
+public:
+    run_start_result prepare(const run_start_request&) override { return completed(); }
+    void start(const run_start_request&, run_start_callback done) override { done(completed()); }
+    bool starts_before_commit() const noexcept override { return false; }
+    void set_lifecycle_sink(run_lifecycle_sink*) override {}
+    void stop() override {}
+    std::vector<std::string> workflow_ids() const override { return {"wf"}; }
+
+private:
+    static run_start_result completed() {
+        run_start_result r;
+        r.follow_up_events.emplace_back("run.completed", "{}");
+        r.status_after = run_status::completed;
+        return r;
+    }
+};
+
+// Loses every run write made after the attempt's commit, as a SIGKILL right after it would.
+class killed_after_commit_store final : public testing::forwarding_store {
+public:
+    using forwarding_store::forwarding_store;
+    result<run_event> append_run_event(const std::string&, const std::string&, const std::string&,
+                                       const std::string&, const std::string&, millis) override {
+        return make_error_code(errc::store_unavailable);
+    }
+    result<void> set_run_status(const std::string&, run_status, millis) override {
+        return make_error_code(errc::store_unavailable);
+    }
 };
 
 class DeliveryEngineTest : public ::testing::Test {
@@ -160,6 +194,45 @@ TEST_F(DeliveryEngineTest, StopLeavesFutureWorkForTheNextStart) {
     auto after = store_->get_delivery(d.id).value();
     EXPECT_EQ(after.status, delivery_status::pending); // due in the future: not claimed
     EXPECT_EQ(after.attempts, 1);
+}
+
+TEST_F(DeliveryEngineTest, CompletionReportedByPrepareIsCommittedOnceWithRunStarted) {
+    completes_at_once_starter starter;
+    delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
+    auto d = enqueue("k6");
+    EXPECT_EQ(engine.run_due(clock_.now_ms()), 1);
+    auto log = store_->run_events_after(d.run_id, -1, 10).value();
+    ASSERT_EQ(log.size(), 3u); // attempted, run.started, run.completed: never a second completion
+    EXPECT_EQ(log[1].type, "run.started");
+    EXPECT_EQ(log[2].type, "run.completed");
+    EXPECT_EQ(store_->get_run(d.run_id)->status, run_status::completed);
+}
+
+TEST_F(DeliveryEngineTest, ALocalWorkflowWithoutCommandIsCompletedByTheAttemptCommitItself) {
+    // Found by CrashIngestTest: a kill between the attempt commit and the appended run.completed
+    // left the run `running`, and the restart failed it as interrupted.
+    sqlite_options o;
+    o.path = dir_.file("killed.db");
+    killed_after_commit_store lossy(std::move(open_sqlite_store(o).value()));
+    ASSERT_TRUE(lossy.insert_subscription(sub_).has_value());
+    auto starter = make_local_run_starter({{"wf", {}, {}, 10000}}, dir_.path().string());
+    delivery_engine engine(lossy, *starter, clock_, random_, opts(5000));
+    intake_request req;
+    req.subscription_id = sub_.id;
+    req.tenant = sub_.tenant;
+    req.dedup_key = "k7";
+    req.delivery_id = "dlv_k7";
+    req.run_id = "run_k7";
+    req.received_at = req.due_at = clock_.now_ms();
+    req.dedup_expires_at = req.received_at + 24LL * 3600 * 1000;
+    req.content_json = R"({"source":"webhook","webhook":{}})";
+    ASSERT_TRUE(lossy.intake_sync(req).has_value());
+    EXPECT_EQ(engine.run_due(clock_.now_ms()), 1);
+    EXPECT_EQ(lossy.get_run("run_k7")->status, run_status::completed);
+    auto log = lossy.run_events_after("run_k7", -1, 10).value();
+    ASSERT_EQ(log.size(), 3u);
+    EXPECT_EQ(log[2].type, "run.completed");
+    starter->stop();
 }
 
 } // namespace

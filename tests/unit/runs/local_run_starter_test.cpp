@@ -148,6 +148,16 @@ TEST_F(LocalRunStarterTest, WorkflowWithoutCommandCompletesAtOnce) {
     EXPECT_EQ(r.follow_up_events[0].second, "{}");
 }
 
+TEST_F(LocalRunStarterTest, WorkflowWithoutCommandReportsItsCompletionFromPrepare) {
+    // So the engine commits run.completed with run.started (nothing can interrupt it).
+    auto s = make({{"noop", {}, {}, 10000}});
+    auto r = s->prepare(request("run_f2", "noop"));
+    EXPECT_EQ(r.outcome, run_start_result::kind::started);
+    EXPECT_EQ(r.status_after, run_status::completed);
+    ASSERT_EQ(r.follow_up_events.size(), 1u);
+    EXPECT_EQ(r.follow_up_events[0].first, "run.completed");
+}
+
 TEST_F(LocalRunStarterTest, TimeoutKillsTheCommandAndReportsFailure) {
     local_run_options o;
     o.kill_grace_ms = 200;

@@ -1,0 +1,207 @@
+// SIGKILL of the real `wopbridge serve` while hundreds of signed ingests are in flight, three and
+// more times on one store: every 2xx survives with exactly one delivery and one run, a re-post is a
+// duplicate of that run, and an unanswered request never becomes two deliveries.
+#include "support/bridge_reads.hpp"
+#include "support/eventually.hpp"
+#include "support/http_client.hpp"
+#include "support/http_multi.hpp"
+#include "support/serve_process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/webhook_signer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace wopbridge::testing {
+namespace {
+
+constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+constexpr const char* api_key = "hk_crash";
+
+std::uint64_t test_seed() {
+    if (const char* s = std::getenv("WOPBRIDGE_TEST_SEED")) {
+        return std::strtoull(s, nullptr, 10);
+    }
+    return std::random_device{}();
+}
+
+class CrashIngestTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::ofstream out(dir_.file("wopbridge.yaml"));
+        out << "server: {listen: \"127.0.0.1:0\", threads: 4}\n"
+               "auth:\n"
+               "  apiKeys:\n"
+               "    - {key: "
+            << api_key
+            << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
+               "store: {sqlite: {path: bridge.db}}\n"
+               "hostKeyFile: host.key\n"
+               "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
+               "delivery: {retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 1s}\n"
+               "subscriptions:\n"
+               "  - {id: orders, source: webhook, workflowId: conformance-noop, signingSecret: \""
+            << secret << "\"}\n";
+    }
+
+    bool start(serve_process& p) {
+        return p.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log"));
+    }
+
+    static std::string body_for(const std::string& id) { return R"({"order":")" + id + "\"}"; }
+
+    temp_dir dir_;
+};
+
+TEST_F(CrashIngestTest, AcknowledgedIngestsSurviveRepeatedSigkillWithExactlyOneRun) {
+    const std::uint64_t seed = test_seed();
+    std::printf("[ seed     ] WOPBRIDGE_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
+    RecordProperty("seed", std::to_string(seed));
+    std::mt19937_64 rng(seed);
+
+    constexpr int rounds = 4;        // four kills
+    constexpr int per_round = 300;   // requests in flight per round
+    std::map<std::string, std::string> acked;  // webhook-id -> runId of its 2xx
+    std::set<std::string> unanswered;          // sent, never answered
+    std::set<std::string> sent;
+
+    for (int round = 0; round < rounds; ++round) {
+        serve_process serve;
+        ASSERT_TRUE(start(serve)) << serve.error;
+
+        std::vector<http_call> calls;
+        std::vector<std::string> ids;
+        // Re-sends of earlier unanswered requests (a provider retrying) ride along with new ones.
+        for (const auto& id : unanswered) {
+            if (ids.size() >= 60) {
+                break;
+            }
+            ids.push_back(id);
+        }
+        while (ids.size() < per_round) {
+            ids.push_back(fresh_webhook_id());
+        }
+        for (const auto& id : ids) {
+            sent.insert(id);
+            calls.push_back(signed_ingest_call(serve.url(), "orders", secret, id, body_for(id)));
+        }
+
+        // Kill at a seeded point: after k answers plus a seeded delay of up to 3 ms, so the kill
+        // lands inside group commits too. k >= 25 keeps 4 rounds above the floor asserted below.
+        const int kill_after = std::uniform_int_distribution<int>(25, per_round * 2 / 3)(rng);
+        const int extra_us = std::uniform_int_distribution<int>(0, 3000)(rng);
+        std::atomic<int> answered{0};
+        std::vector<http_reply> replies;
+        std::thread client([&] { replies = perform_all(calls, per_round, &answered); });
+        // Spin (bounded), not poll: answers arrive faster than a 10 ms poll could follow.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (answered.load() < kill_after && std::chrono::steady_clock::now() < until) {
+            std::this_thread::yield();
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(extra_us)); // seeded kill point
+        serve.signal(SIGKILL);
+        EXPECT_EQ(serve.wait_exit(), -1);
+        client.join();
+        std::printf("[ round %d  ] kill after %d answers (+%d us): %d answered\n", round,
+                    kill_after, extra_us, answered.load());
+
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            const auto& r = replies[i];
+            const std::string& id = ids[i];
+            if (r.status == 202 || r.status == 200) {
+                std::string run_id = json_string_field(r.body, "runId");
+                ASSERT_FALSE(run_id.empty()) << r.body;
+                if (auto it = acked.find(id); it != acked.end()) {
+                    EXPECT_EQ(it->second, run_id) << "a second run for " << id;
+                }
+                acked[id] = run_id;
+                unanswered.erase(id);
+            } else if (r.status == 0) {
+                if (!acked.count(id)) {
+                    unanswered.insert(id);
+                }
+            } else {
+                ADD_FAILURE() << "unexpected answer " << r.status << " " << r.body;
+            }
+        }
+    }
+    ASSERT_GE(acked.size(), 100u) << "too few acknowledged requests to prove anything";
+
+    // After the last kill: every acknowledged request is a duplicate of its own run.
+    serve_process serve;
+    ASSERT_TRUE(start(serve)) << serve.error;
+    std::vector<http_call> again;
+    std::vector<std::string> again_ids(sent.begin(), sent.end());
+    for (const auto& id : again_ids) {
+        again.push_back(signed_ingest_call(serve.url(), "orders", secret, id, body_for(id)));
+    }
+    auto replies = perform_all(again, 64);
+    std::map<std::string, std::string> run_of; // every sent id -> its one run
+    for (std::size_t i = 0; i < again_ids.size(); ++i) {
+        const auto& id = again_ids[i];
+        const auto& r = replies[i];
+        const std::string run_id = json_string_field(r.body, "runId");
+        if (auto it = acked.find(id); it != acked.end()) {
+            ASSERT_EQ(r.status, 200) << id << " " << r.body;
+            EXPECT_EQ(json_string_field(r.body, "outcome"), "duplicate");
+            EXPECT_EQ(run_id, it->second) << id;
+        } else {
+            // Never answered: it may or may not have been committed, but it is one delivery now.
+            ASSERT_TRUE(r.status == 200 || r.status == 202) << id << " " << r.body;
+        }
+        run_of[id] = run_id;
+    }
+
+    // Exactly one delivery per request sent, each with its own dedup key and run, all delivered.
+    std::vector<delivery_row> rows;
+    ASSERT_TRUE(eventually(
+        [&] {
+            bool ok = false;
+            rows = read_all_deliveries(serve.url(), api_key, "orders", ok);
+            if (!ok || rows.size() < sent.size()) {
+                return false;
+            }
+            for (const auto& d : rows) {
+                if (d.status != "delivered") {
+                    return false;
+                }
+            }
+            return true;
+        },
+        std::chrono::seconds(20)))
+        << rows.size() << " deliveries for " << sent.size() << " requests";
+    EXPECT_EQ(rows.size(), sent.size());
+    std::set<std::string> keys;
+    std::set<std::string> runs;
+    for (const auto& d : rows) {
+        EXPECT_TRUE(keys.insert(d.dedup_key).second) << "two deliveries of " << d.dedup_key;
+        EXPECT_TRUE(runs.insert(d.run_id).second) << "two deliveries of run " << d.run_id;
+    }
+    for (const auto& [id, run_id] : run_of) {
+        EXPECT_EQ(runs.count(run_id), 1u) << id << " answered run " << run_id
+                                          << " which no delivery has";
+    }
+    // Each acknowledged run exists once and has started (the local ledger completes it at once).
+    for (const auto& [id, run_id] : acked) {
+        auto run = read_run(serve.url(), api_key, run_id);
+        ASSERT_EQ(run.http_status, 200) << run_id;
+        EXPECT_EQ(run.status, "completed") << run_id;
+    }
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0);
+}
+
+} // namespace
+} // namespace wopbridge::testing
