@@ -73,6 +73,9 @@ class QueueServeTest : public ::testing::Test {
             << o.runs
             << "delivery:\n"
                "  retryPolicy: {maxAttempts: 3, backoff: none}\n"
+               // A delivery attempt in flight when the bridge is SIGKILLed is retried after its
+               // lease (default 60 s): short here, so the restart test takes seconds.
+               "  lease: 2s\n"
                "  breaker: {failureThreshold: 100}\n"
                "deadLetter: {maxPageSize: 1000}\n"
                "connectors:\n"
@@ -165,6 +168,21 @@ class QueueServeTest : public ::testing::Test {
         } catch (const std::exception&) {
             return -1;
         }
+    }
+
+    // XINFO GROUPS orders, our group's fields (name, consumers, pending, entries-read, lag...).
+    static std::map<std::string, std::string> group_info(const redis_server& redis) {
+        auto r = redis.cli({"XINFO", "GROUPS", "orders"});
+        std::map<std::string, std::string> out;
+        std::istringstream lines(r.out);
+        std::vector<std::string> v;
+        for (std::string line; std::getline(lines, line);) {
+            v.push_back(line);
+        }
+        for (std::size_t i = 0; i + 1 < v.size(); i += 2) {
+            out[v[i]] = v[i + 1];
+        }
+        return out;
     }
 
     static bool group_exists(const redis_server& redis) {
@@ -296,37 +314,50 @@ TEST_F(QueueServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
     // Small reads and a small in-flight window keep the bridge mid-stream for a while.
     write_config(redis, {.start_from = "beginning", .max_in_flight = 8, .batch_size = 4});
     constexpr int total = 300;
+    constexpr int backlog = 200; // produced before the bridge starts: it is busy from the start
     constexpr int chunk = 20;
+    std::mutex mu;
+    std::vector<std::string> ids;
+    for (int first = 0; first < backlog; first += chunk) {
+        auto got = produce(redis, chunk, first);
+        ids.insert(ids.end(), got.begin(), got.end());
+    }
 
     serve_process serve;
     ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
-    ASSERT_TRUE(eventually([&] { return group_exists(redis); })) << log_text();
-
-    // A producer keeps XADDing while the bridge consumes and is killed.
-    std::mutex mu;
-    std::vector<std::string> ids;
+    // The rest is XADDed while the bridge consumes and is killed.
     std::thread producer([&] {
-        for (int first = 0; first < total; first += chunk) {
+        for (int first = backlog; first < total; first += chunk) {
             auto got = produce(redis, chunk, first);
             std::lock_guard lock(mu);
             ids.insert(ids.end(), got.begin(), got.end());
         }
     });
-    const bool consumed_some = eventually([&] { return delivered_count(serve) >= 40; });
+    // Kill while the group has messages read but not acked, after a good part was consumed.
+    long read_at_kill = 0;
+    const bool consumed_some = eventually([&] {
+        const auto g = group_info(redis);
+        const auto read = g.find("entries-read"); // empty (nil) before the first read
+        read_at_kill = read != g.end() && !read->second.empty() ? std::stol(read->second) : 0;
+        return read_at_kill >= 40 && g.count("pending") && g.at("pending") != "0";
+    });
     serve.signal(SIGKILL);
     const int killed = serve.wait_exit();
     producer.join();
     ASSERT_TRUE(consumed_some) << log_text();
     EXPECT_EQ(killed, -1);
     ASSERT_EQ(ids.size(), static_cast<std::size_t>(total));
+    // Mid-stream: killed with messages left to consume (and typically some read, not acked).
+    EXPECT_LT(read_at_kill, total);
     const long pending_at_kill = pending(redis);
+    RecordProperty("read_at_kill", std::to_string(read_at_kill));
+    RecordProperty("pending_at_kill", std::to_string(pending_at_kill));
 
     serve_process again;
     ASSERT_TRUE(again.start(config(), log_file())) << again.error;
     ASSERT_TRUE(eventually([&] { return delivered_count(again) >= total; }, 60s)) << log_text();
     ASSERT_TRUE(eventually([&] { return pending(redis) == 0; })) << pending(redis);
     expect_one_run_per_message(again, ids, true);
-    RecordProperty("pending_at_kill", std::to_string(pending_at_kill));
     again.signal(SIGTERM);
     EXPECT_EQ(again.wait_exit(), 0) << log_text();
 }
