@@ -460,7 +460,7 @@ TEST_F(QueueServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
     // messages are refused by the host and stay pending in Redis (not lost, not busy-polled) ...
     EXPECT_EQ(get_json(serve, sub_path).at("subscription").at("state").as_string(),
               "dead-lettered");
-    auto later = produce(redis, 1, 1);
+    produce(redis, 1, 1);
     ASSERT_TRUE(eventually([&] {
         return log_text().find("submit refused (subscription_not_active)") != std::string::npos;
     })) << log_text();
