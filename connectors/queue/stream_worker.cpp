@@ -17,6 +17,8 @@ constexpr auto min_backoff = std::chrono::milliseconds(100);
 constexpr auto max_backoff = std::chrono::milliseconds(2000);
 constexpr auto capacity_poll = std::chrono::milliseconds(50);
 constexpr std::size_t max_ack_batch = 256;
+// Cap of the re-read backoff after repeated refusals (or retryDelayMs, when larger).
+constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
 
 std::optional<stream_entry> entry_of(const resp_value& v) {
     if (!v.is_array() || v.elements.size() != 2 || !v.elements[0].is_string()) {
@@ -155,7 +157,7 @@ std::string event_content(const subscription_settings& sub, const stream_entry& 
 stream_worker::stream_worker(const wopbridge::host& host, connector_settings settings,
                              std::string sub_id, subscription_settings sub)
     : host_(host), settings_(std::move(settings)), sub_id_(std::move(sub_id)),
-      sub_(std::move(sub)) {}
+      sub_(std::move(sub)), refusal_delay_(settings_.retry_delay_ms) {}
 
 stream_worker::~stream_worker() {
     stop(clock::now());
@@ -215,11 +217,14 @@ void stream_worker::stop(clock::time_point deadline) {
     ack_conn_.close();
 }
 
-bool stream_worker::connect_reader() {
+bool stream_worker::connect_reader(std::chrono::milliseconds retry_in) {
     std::string error;
     if (!reader_conn_.connect(settings_.url,
                               std::chrono::milliseconds(settings_.connect_timeout_ms), error)) {
-        log(wopbridge::log_level::warn, "connect failed: " + error);
+        ++failed_connects_;
+        // Every attempt is logged with its backoff, so an outage is visible while it lasts.
+        log(wopbridge::log_level::warn, "connect failed: " + error + "; retrying in " +
+                                            std::to_string(retry_in.count()) + " ms");
         return false;
     }
     auto r = reader_conn_.run(
@@ -237,7 +242,12 @@ bool stream_worker::connect_reader() {
     // After every (re)connect: first our own pending entries (a reply may have been lost).
     scanning_ = true;
     scan_cursor_ = "0";
-    log(wopbridge::log_level::info, "consuming as " + settings_.consumer);
+    log(wopbridge::log_level::info,
+        "consuming as " + settings_.consumer +
+            (failed_connects_ > 0
+                 ? " (connected after " + std::to_string(failed_connects_) + " failed attempt(s))"
+                 : std::string()));
+    failed_connects_ = 0;
     return true;
 }
 
@@ -245,7 +255,7 @@ void stream_worker::read_loop() {
     auto backoff = min_backoff;
     for (;;) {
         // Connect (and create the group) first, so the group exists even while we must not read.
-        if (!stop_reading_ && !reader_conn_.connected() && !connect_reader()) {
+        if (!stop_reading_ && !reader_conn_.connected() && !connect_reader(backoff)) {
             std::unique_lock lock(mu_);
             cv_.wait_for(lock, backoff, [&] { return stop_reading_.load(); });
             backoff = std::min(backoff * 2, max_backoff);
@@ -433,14 +443,11 @@ void stream_worker::submit(const stream_entry& entry) {
     const auto st = host_.submit(
         ev, [self, id = entry.id](const wopbridge::submit_outcome& o) { self->on_outcome(id, o); });
     if (st != wopbridge::status::ok) {
-        log(wopbridge::log_level::warn, "submit not taken (status " +
-                                            std::to_string(static_cast<int>(st)) +
-                                            "); the message stays pending");
         {
             std::lock_guard lock(mu_);
             --awaiting_outcome_;
         }
-        on_refused(entry.id, {}, 0);
+        on_refused(entry.id, "not taken, status " + std::to_string(static_cast<int>(st)), 0);
     }
 }
 
@@ -450,8 +457,6 @@ void stream_worker::on_outcome(const std::string& id, const wopbridge::submit_ou
             std::lock_guard lock(mu_);
             --awaiting_outcome_;
         }
-        log(wopbridge::log_level::info,
-            "submit refused (" + o.reason + "); the message stays pending");
         on_refused(id, o.reason, o.retry_after_seconds);
         return;
     }
@@ -459,28 +464,47 @@ void stream_worker::on_outcome(const std::string& id, const wopbridge::submit_ou
         std::lock_guard lock(mu_);
         --awaiting_outcome_;
         ack_queue_.push_back(id); // committed or recognised: safe to ack
+        refusal_delay_ = std::chrono::milliseconds(settings_.retry_delay_ms);
     }
     cv_.notify_all();
 }
 
 void stream_worker::on_refused(const std::string& id, const std::string& reason,
                                int retry_after_seconds) {
+    std::string line;
     {
         std::lock_guard lock(mu_);
         in_flight_.erase(id);
-        if (reason == "invalid") {
+        // "invalid" is about this message (sent again without its payload); anything else is a
+        // state of the host or the subscription (not active, overloaded, store down) that every
+        // message would meet: stop reading new ones until the re-read, and back off the re-reads
+        // (doubling per refused round) so a dead-lettered or failed subscription is not polled
+        // every retryDelayMs with one log line per message.
+        const bool per_message = reason == "invalid";
+        if (per_message) {
             minimal_.insert(id);
         }
         const auto now = clock::now();
-        const auto delay = std::max(std::chrono::milliseconds(settings_.retry_delay_ms),
-                                    std::chrono::milliseconds(retry_after_seconds * 1000LL));
-        if (!rescan_at_ || *rescan_at_ > now + delay) {
+        if (!rescan_at_) {
+            const auto base = std::chrono::milliseconds(settings_.retry_delay_ms);
+            const auto delay = std::max(per_message ? base : refusal_delay_,
+                                        std::chrono::milliseconds(retry_after_seconds * 1000LL));
             rescan_at_ = now + delay;
+            if (!per_message) {
+                refusal_delay_ = std::min(refusal_delay_ * 2, std::max(base, max_refusal_delay));
+            }
+            // One line per refused round, not per message.
+            line = "submit refused (" + reason + "); the message(s) stay pending, re-read in " +
+                   std::to_string(delay.count()) + " ms";
+        } else if (retry_after_seconds > 0) {
+            rescan_at_ = std::max(*rescan_at_, now + std::chrono::seconds(retry_after_seconds));
         }
-        if (retry_after_seconds > 0) {
-            paused_until_ =
-                std::max(paused_until_, now + std::chrono::seconds(retry_after_seconds));
+        if (!per_message) {
+            paused_until_ = std::max(paused_until_, *rescan_at_);
         }
+    }
+    if (!line.empty()) {
+        log(wopbridge::log_level::info, line);
     }
     cv_.notify_all();
 }

@@ -62,7 +62,8 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
 
     void read_loop();
     void ack_loop();
-    bool connect_reader();
+    // Connects and creates the group; `retry_in` is only logged (the caller backs off).
+    bool connect_reader(std::chrono::milliseconds retry_in);
     // One round of reading; false when the connection failed (the caller backs off).
     bool read_round(std::size_t room);
     void submit(const stream_entry& entry);
@@ -92,7 +93,8 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     std::deque<std::string> ack_queue_;
     std::set<std::string> minimal_; // refused as "invalid": submitted again without the payload
     std::optional<clock::time_point> rescan_at_; // re-read our pending entries then
-    clock::time_point paused_until_{};           // the host asked us to back off
+    clock::time_point paused_until_{};           // no new reads before (refused or Retry-After)
+    std::chrono::milliseconds refusal_delay_;    // next re-read delay; doubles per refused round
 
     // Reader-thread state.
     bool scanning_ = true; // reading our own pending entries (history) before new ones
@@ -100,6 +102,7 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     std::string claim_cursor_ = "0-0";
     clock::time_point next_claim_at_{};
     bool claim_supported_ = true; // false on a Redis without XAUTOCLAIM (< 6.2)
+    int failed_connects_ = 0;      // consecutive, since the last successful connect
 };
 
 } // namespace wopbridge::queue

@@ -113,7 +113,9 @@ bool redis_server::available() {
 
 redis_server::redis_server(redis_server_options options)
     : options_(std::move(options)), port_(free_port()) {
-    start();
+    if (!options_.defer_start) {
+        start();
+    }
 }
 
 redis_server::~redis_server() {
@@ -212,6 +214,15 @@ void redis_server::kill() {
 }
 
 cli_result redis_server::cli(const std::vector<std::string>& args) const {
+    return run_cli(args, nullptr);
+}
+
+cli_result redis_server::cli_script(const std::string& commands) const {
+    return run_cli({}, &commands);
+}
+
+cli_result redis_server::run_cli(const std::vector<std::string>& args,
+                                 const std::string* input) const {
     std::vector<std::string> all{"redis-cli", "-h", "127.0.0.1", "-p", std::to_string(port_)};
     if (!options_.password.empty()) {
         all.insert(all.end(), {"-a", options_.password, "--no-auth-warning"});
@@ -223,10 +234,33 @@ cli_result redis_server::cli(const std::vector<std::string>& args) const {
     if (::pipe2(pipefd, O_CLOEXEC) != 0) {
         return {};
     }
+    // The script goes through a file, not a pipe: no writer thread, no deadlock on a full pipe.
+    std::string script_file;
+    if (input != nullptr) {
+        script_file = dir_.file("cli-script-" + std::to_string(::getpid()) + "-" +
+                                std::to_string(script_counter_++) + ".txt");
+        const int fd = ::open(script_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            ::close(pipefd[0]);
+            ::close(pipefd[1]);
+            return {};
+        }
+        std::size_t done = 0;
+        while (done < input->size()) {
+            const ssize_t n = ::write(fd, input->data() + done, input->size() - done);
+            if (n <= 0 && errno != EINTR) {
+                break;
+            }
+            done += n > 0 ? static_cast<std::size_t>(n) : 0;
+        }
+        ::close(fd);
+    }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 0,
+                                     script_file.empty() ? "/dev/null" : script_file.c_str(),
+                                     O_RDONLY, 0);
     pid_t pid = -1;
     const int rc = ::posix_spawnp(&pid, "redis-cli", &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
@@ -234,6 +268,9 @@ cli_result redis_server::cli(const std::vector<std::string>& args) const {
     cli_result result;
     if (rc != 0) {
         ::close(pipefd[0]);
+        if (!script_file.empty()) {
+            ::unlink(script_file.c_str());
+        }
         return result;
     }
     char buf[4096];
@@ -250,6 +287,9 @@ cli_result redis_server::cli(const std::vector<std::string>& args) const {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (!script_file.empty()) {
+        ::unlink(script_file.c_str());
+    }
     while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == '\r')) {
         result.out.pop_back();
     }

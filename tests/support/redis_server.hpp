@@ -11,6 +11,7 @@
 //     redis.cli({"XADD", "orders", "*", "sku", "42"});
 #include "support/temp_dir.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <sys/types.h>
@@ -20,6 +21,9 @@ namespace wopbridge::testing {
 
 struct redis_server_options {
     std::string password; // requirepass, when not empty
+    // Reserve the port and data dir but do not start: the test calls start() later (a client
+    // that must come up before its Redis).
+    bool defer_start = false;
 };
 
 struct cli_result {
@@ -32,7 +36,8 @@ class redis_server {
     // True when redis-server and redis-cli are on PATH.
     static bool available();
 
-    // Starts the server; throws std::runtime_error when it does not become ready.
+    // Starts the server (unless defer_start); throws std::runtime_error when it does not become
+    // ready.
     explicit redis_server(redis_server_options options = {});
     ~redis_server();
     redis_server(const redis_server&) = delete;
@@ -56,14 +61,19 @@ class redis_server {
 
     // Runs the real `redis-cli -h 127.0.0.1 -p <port> [-a password] --no-auth-warning args...`.
     cli_result cli(const std::vector<std::string>& args) const;
+    // Runs the real redis-cli with `commands` on its stdin (one command per line, its pipe mode of
+    // reading commands): many commands for one process. The replies, one per line, are in `out`.
+    cli_result cli_script(const std::string& commands) const;
 
   private:
+    cli_result run_cli(const std::vector<std::string>& args, const std::string* input) const;
     bool wait_ready(std::chrono::milliseconds timeout) const;
     void wait_exit();
 
     redis_server_options options_;
     temp_dir dir_;
     int port_ = 0;
+    mutable std::atomic<unsigned> script_counter_{0};
     pid_t pid_ = -1;
 };
 

@@ -228,6 +228,28 @@ TEST_F(QueueModuleTest, RefusedMessageStaysPendingAndIsSubmittedAgain) {
     EXPECT_EQ(count(WB_SUBMIT_ACCEPTED)["orders:" + id], 1);
 }
 
+TEST_F(QueueModuleTest, RepeatedRefusalsBackOffTheReReadsAndResumeOnAcceptance) {
+    // A dead-lettered (or failed) subscription refuses every submit: the consumer must not
+    // re-submit its pending messages every retryDelayMs forever, one log line each.
+    bring_up();
+    harness_->set_submit_mode(submit_mode::refuse, "subscription_not_active");
+    const std::string id = xadd({"n", "1"});
+    ASSERT_TRUE(harness_->wait_for_submits(1, 10s));
+    // retryDelayMs is 50: without a backoff that is ~30 submits in 1.5 s; doubling gives ~5.
+    EXPECT_FALSE(eventually([&] { return harness_->submits().size() >= 12; }, 1500ms))
+        << harness_->submits().size() << " submits of one refused message";
+    EXPECT_EQ(pending(), 1);
+
+    harness_->set_submit_mode(submit_mode::accept);
+    ASSERT_TRUE(eventually([&] { return submitted_with("orders:" + id, WB_SUBMIT_ACCEPTED); }));
+    EXPECT_TRUE(eventually([&] { return pending() == 0; }));
+    // Accepted resets the backoff: the next refusal is re-read after retryDelayMs again.
+    harness_->set_submit_mode(submit_mode::refuse, "overloaded");
+    const auto before = harness_->submits().size();
+    xadd({"n", "2"});
+    EXPECT_TRUE(harness_->wait_for_submits(before + 2, 1200ms));
+}
+
 TEST_F(QueueModuleTest, MessageRefusedAsInvalidIsSubmittedAgainWithoutPayload) {
     bring_up();
     harness_->set_submit_mode(submit_mode::refuse, "invalid");
