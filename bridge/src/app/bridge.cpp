@@ -4,6 +4,7 @@
 #include "contract/events.hpp"
 #include "contract/state_machine.hpp"
 #include "core/ids.hpp"
+#include "core/log.hpp"
 #include "core/metrics.hpp"
 #include "core/secret_box.hpp"
 #include "core/synchronized_random.hpp"
@@ -206,6 +207,7 @@ struct bridge::impl final : run_lifecycle_sink {
             if (rep.commit_seconds >= 0) {
                 metrics.observe("wopbridge_store_commit_latency_seconds",
                                 {{"operation", "attempt"}}, rep.commit_seconds);
+                log_attempt(rep);
             }
             if (rep.run_started && rep.received_at > 0) {
                 const millis waited = std::max<millis>(0, rep.recorded_at - rep.received_at);
@@ -363,6 +365,25 @@ struct bridge::impl final : run_lifecycle_sink {
         case submit_status::unavailable: return "unavailable";
         }
         return "unknown";
+    }
+
+    // One line per recorded attempt: ids, outcome and any state change; never content.
+    static void log_attempt(const attempt_report& rep) {
+        const char* level = rep.outcome == attempt_outcome::retrying ? "debug" : "info";
+        if (!log_enabled(level)) {
+            return;
+        }
+        boost::json::object f{{"subscriptionId", rep.subscription_id},
+                              {"deliveryId", rep.delivery_id},
+                              {"outcome", std::string(to_string(rep.outcome))}};
+        if (rep.run_started) {
+            f["runId"] = rep.run_id;
+        }
+        if (rep.state_changed) {
+            f["fromState"] = std::string(to_string(rep.state_changed->from));
+            f["toState"] = std::string(to_string(rep.state_changed->to));
+        }
+        log_line(level, "delivery.attempted", std::move(f));
     }
 
     void declare_metrics() {
@@ -662,6 +683,13 @@ struct bridge::impl final : run_lifecycle_sink {
         r.run_id = out->run_id;
         r.held = out->status == intake_status::held;
         r.repeated = out->status == intake_status::duplicate;
+        log_line("info", "dead_letter.replayed",
+                 {{"subscriptionId", sub.id},
+                  {"attemptEventId", dl.attempt_event_id},
+                  {"deliveryId", r.delivery_id},
+                  {"runId", r.run_id},
+                  {"held", r.held},
+                  {"repeated", r.repeated}});
         if (!r.repeated) {
             metrics.increment("wopbridge_replays_total");
             std::lock_guard lock(mutex);
@@ -1004,6 +1032,11 @@ result<subscription> bridge::set_state(const std::string& tenant, const std::str
     if (!changed) {
         return changed.error();
     }
+    log_line("info", "subscription.state_changed",
+             {{"subscriptionId", sub->id},
+              {"fromState", std::string(to_string(sub->state))},
+              {"toState", std::string(to_string(to))},
+              {"by", "operator"}});
     if (to == sub_state::active) {
         (void)m.st->release_held(sub->id, at);
         m.engine->notify();

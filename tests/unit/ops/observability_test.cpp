@@ -6,6 +6,7 @@
 #include "app/bridge.hpp"
 
 #include "contract/wire.hpp"
+#include "core/log.hpp"
 #include "plugins/connector_metrics.hpp"
 #include "store/store.hpp"
 #include "support/fake_clock.hpp"
@@ -292,6 +293,55 @@ TEST_F(ObservabilityTest, ReplayedRunNamesTheDeadLetterItReplays) {
     ASSERT_TRUE(plain_run.has_value());
     EXPECT_TRUE(plain_run->replay_of_attempt_event_id.empty());
     EXPECT_FALSE(wire::run_snapshot(*plain_run).contains("replayOf"));
+}
+
+TEST_F(ObservabilityTest, AttemptsStateChangesAndReplaysAreLoggedWithIdsOnly) {
+    set_log_level("info");
+    auto sub = register_sub("wf-fail");
+    ::testing::internal::CaptureStderr();
+    auto dl = dead_lettered(sub, "evt-logged-secret");
+    starter_->set_behaviour("wf-fail", behaviour::complete);
+    auto r = bridge_->replay_dead_letter("acme", sub, dl.attempt_event_id);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_TRUE(bridge_->set_state("acme", sub, sub_state::active).has_value());
+    bridge_->run_due(clock_.now_ms());
+    std::string out = ::testing::internal::GetCapturedStderr();
+
+    std::vector<boost::json::object> lines;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+        auto v = boost::json::parse(line); // every line one JSON object
+        ASSERT_TRUE(v.is_object()) << line;
+        lines.push_back(v.as_object());
+    }
+    auto count = [&](const char* event, const char* key = nullptr, const char* value = nullptr) {
+        int n = 0;
+        for (const auto& l : lines) {
+            if (l.at("event") == event && (!key || (l.contains(key) && l.at(key) == value))) {
+                ++n;
+            }
+        }
+        return n;
+    };
+    // The retrying attempt is debug (below the threshold); the dead-lettering one is info.
+    EXPECT_EQ(count("delivery.attempted", "outcome", "retrying"), 0) << out;
+    EXPECT_EQ(count("delivery.attempted", "outcome", "dead-lettered"), 1) << out;
+    EXPECT_EQ(count("delivery.attempted", "toState", "dead-lettered"), 1) << out;
+    EXPECT_EQ(count("dead_letter.replayed", "attemptEventId", dl.attempt_event_id.c_str()), 1);
+    EXPECT_EQ(count("subscription.state_changed", "toState", "active"), 1) << out;
+    EXPECT_EQ(count("delivery.attempted", "runId", r->run_id.c_str()), 1) << out;
+    for (const auto& l : lines) {
+        EXPECT_TRUE(l.contains("ts") && l.contains("level")) << boost::json::serialize(l);
+    }
+    EXPECT_EQ(out.find("evt-logged-secret"), std::string::npos); // the provider's id: content
+    EXPECT_EQ(out.find("webhook\":{"), std::string::npos);
+
+    set_log_level("warn");
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(bridge_->set_state("acme", sub, sub_state::paused).has_value());
+    EXPECT_TRUE(::testing::internal::GetCapturedStderr().empty());
+    set_log_level("info");
 }
 
 } // namespace
