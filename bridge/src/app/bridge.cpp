@@ -4,6 +4,7 @@
 #include "contract/events.hpp"
 #include "contract/state_machine.hpp"
 #include "core/ids.hpp"
+#include "core/log.hpp"
 #include "core/metrics.hpp"
 #include "core/secret_box.hpp"
 #include "core/synchronized_random.hpp"
@@ -169,6 +170,7 @@ struct bridge::impl final : run_lifecycle_sink {
 
     std::mutex observers_mutex;
     std::vector<std::function<void(const run_event&)>> observers;
+    std::vector<std::function<std::string()>> metrics_sources; // guarded by observers_mutex
     std::unique_ptr<outbound::webhook_dispatcher> webhooks; // destroyed before the store
 
     void notify_run_event(const run_event& e) {
@@ -202,6 +204,16 @@ struct bridge::impl final : run_lifecycle_sink {
         engine->set_attempt_listener([this](const attempt_report& rep) {
             metrics.increment("wopbridge_delivery_attempts_total",
                               {{"outcome", std::string(to_string(rep.outcome))}});
+            if (rep.commit_seconds >= 0) {
+                metrics.observe("wopbridge_store_commit_latency_seconds",
+                                {{"operation", "attempt"}}, rep.commit_seconds);
+                log_attempt(rep);
+            }
+            if (rep.run_started && rep.received_at > 0) {
+                const millis waited = std::max<millis>(0, rep.recorded_at - rep.received_at);
+                metrics.observe("wopbridge_run_start_latency_seconds", {},
+                                static_cast<double>(waited) / 1000.0);
+            }
             if (rep.outcome == attempt_outcome::dead_lettered) {
                 metrics.increment("wopbridge_dead_letters_total", {{"reason", "retries_exhausted"}});
             }
@@ -355,6 +367,25 @@ struct bridge::impl final : run_lifecycle_sink {
         return "unknown";
     }
 
+    // One line per recorded attempt: ids, outcome and any state change; never content.
+    static void log_attempt(const attempt_report& rep) {
+        const char* level = rep.outcome == attempt_outcome::retrying ? "debug" : "info";
+        if (!log_enabled(level)) {
+            return;
+        }
+        boost::json::object f{{"subscriptionId", rep.subscription_id},
+                              {"deliveryId", rep.delivery_id},
+                              {"outcome", std::string(to_string(rep.outcome))}};
+        if (rep.run_started) {
+            f["runId"] = rep.run_id;
+        }
+        if (rep.state_changed) {
+            f["fromState"] = std::string(to_string(rep.state_changed->from));
+            f["toState"] = std::string(to_string(rep.state_changed->to));
+        }
+        log_line(level, "delivery.attempted", std::move(f));
+    }
+
     void declare_metrics() {
         const std::vector<double> latency{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
                                           30, 60, 300};
@@ -367,9 +398,26 @@ struct bridge::impl final : run_lifecycle_sink {
         metrics.declare("wopbridge_ingest_latency_seconds", metric_kind::histogram,
                         "Accept to durable commit of an inbound event.", {}, latency);
         metrics.declare("wopbridge_store_commit_latency_seconds", metric_kind::histogram,
-                        "Intake commit latency as seen by the bridge.", {}, latency);
+                        "Store write transactions as seen by the bridge, by operation.",
+                        {"operation"}, latency);
+        metrics.declare("wopbridge_run_start_latency_seconds", metric_kind::histogram,
+                        "Intake of an event to the commit of the run.started it caused.", {},
+                        latency);
         metrics.declare("wopbridge_subscriptions", metric_kind::gauge, "Subscriptions by state.",
                         {"state"});
+        metrics.declare("wopbridge_subscription_state", metric_kind::gauge,
+                        "1 for the state each subscription is in.", {"subscription", "state"});
+        metrics.declare("wopbridge_deliveries_due", metric_kind::gauge,
+                        "Pending deliveries due now (the engine is behind or they are paused).",
+                        {});
+        metrics.declare("wopbridge_deliveries_in_flight", metric_kind::gauge,
+                        "Deliveries claimed by an engine whose attempt has not been recorded.", {});
+        metrics.declare("wopbridge_deliveries_pending", metric_kind::gauge,
+                        "Pending deliveries, due or backing off.", {});
+        metrics.declare("wopbridge_deliveries_held", metric_kind::gauge,
+                        "Deliveries held while their subscription is not active.", {});
+        metrics.declare("wopbridge_dead_letters_stored", metric_kind::gauge,
+                        "Unexpired dead letters, by subscription.", {"subscription"});
         metrics.declare("wopbridge_replays_total", metric_kind::counter,
                         "Dead-letter replays committed.", {});
         metrics.declare("wopbridge_purged_rows_total", metric_kind::counter,
@@ -387,7 +435,8 @@ struct bridge::impl final : run_lifecycle_sink {
             if (r.status == submit_status::accepted || r.status == submit_status::held) {
                 double secs = static_cast<double>(now() - accepted_at) / 1000.0;
                 metrics.observe("wopbridge_ingest_latency_seconds", {}, secs);
-                metrics.observe("wopbridge_store_commit_latency_seconds", {}, secs);
+                metrics.observe("wopbridge_store_commit_latency_seconds", {{"operation", "intake"}},
+                                secs);
             }
             done_in(std::move(r));
         };
@@ -634,6 +683,13 @@ struct bridge::impl final : run_lifecycle_sink {
         r.run_id = out->run_id;
         r.held = out->status == intake_status::held;
         r.repeated = out->status == intake_status::duplicate;
+        log_line("info", "dead_letter.replayed",
+                 {{"subscriptionId", sub.id},
+                  {"attemptEventId", dl.attempt_event_id},
+                  {"deliveryId", r.delivery_id},
+                  {"runId", r.run_id},
+                  {"held", r.held},
+                  {"repeated", r.repeated}});
         if (!r.repeated) {
             metrics.increment("wopbridge_replays_total");
             std::lock_guard lock(mutex);
@@ -976,6 +1032,11 @@ result<subscription> bridge::set_state(const std::string& tenant, const std::str
     if (!changed) {
         return changed.error();
     }
+    log_line("info", "subscription.state_changed",
+             {{"subscriptionId", sub->id},
+              {"fromState", std::string(to_string(sub->state))},
+              {"toState", std::string(to_string(to))},
+              {"by", "operator"}});
     if (to == sub_state::active) {
         (void)m.st->release_held(sub->id, at);
         m.engine->notify();
@@ -1035,6 +1096,12 @@ result<run_record> bridge::get_run(const std::string& tenant, const std::string&
     }
     if (run->tenant != tenant) {
         return make_error_code(errc::not_found);
+    }
+    if (!run->delivery_id.empty()) {
+        // A replay's delivery carries the dead-lettered attempt in its dedup key.
+        if (auto d = impl_->st->get_delivery(run->delivery_id)) {
+            run->replay_of_attempt_event_id = replay_of(d->dedup_key);
+        }
     }
     return run;
 }
@@ -1303,13 +1370,84 @@ std::string bridge::metrics_text() {
         for (const auto& [state, n] : by_state) {
             m.metrics.set("wopbridge_subscriptions", {{"state", state}}, n);
         }
+        m.metrics.clear("wopbridge_subscription_state");
+        for (const auto& sub : *subs) {
+            for (const auto& [state, n] : by_state) {
+                m.metrics.set("wopbridge_subscription_state",
+                              {{"subscription", sub.id}, {"state", state}},
+                              state == to_string(sub.state) ? 1 : 0);
+            }
+        }
+    }
+    if (auto counts = m.st->delivery_stats(m.now())) {
+        subscription_delivery_stats total;
+        m.metrics.clear("wopbridge_dead_letters_stored");
+        for (const auto& c : *counts) {
+            total.due += c.due;
+            total.in_flight += c.in_flight;
+            total.pending += c.pending;
+            total.held += c.held;
+            if (c.dead_letters > 0) {
+                m.metrics.set("wopbridge_dead_letters_stored",
+                              {{"subscription", c.subscription_id}},
+                              static_cast<double>(c.dead_letters));
+            }
+        }
+        m.metrics.set("wopbridge_deliveries_due", {}, static_cast<double>(total.due));
+        m.metrics.set("wopbridge_deliveries_in_flight", {}, static_cast<double>(total.in_flight));
+        m.metrics.set("wopbridge_deliveries_pending", {}, static_cast<double>(total.pending));
+        m.metrics.set("wopbridge_deliveries_held", {}, static_cast<double>(total.held));
     }
     std::string text = m.metrics.exposition();
     auto st = m.st->stats();
     text += "# HELP wopbridge_store_commits_total Write transactions committed by the store.\n"
             "# TYPE wopbridge_store_commits_total counter\n"
             "wopbridge_store_commits_total " + std::to_string(st.commits) + "\n";
+    std::vector<std::function<std::string()>> sources;
+    {
+        std::lock_guard lock(m.observers_mutex);
+        sources = m.metrics_sources;
+    }
+    for (const auto& render : sources) {
+        text += render();
+    }
     return text;
+}
+
+void bridge::add_metrics_source(std::function<std::string()> render) {
+    std::lock_guard lock(impl_->observers_mutex);
+    impl_->metrics_sources.push_back(std::move(render));
+}
+
+result<std::vector<subscription_overview>> bridge::overview(const std::string& tenant) {
+    auto& m = *impl_;
+    auto subs = m.st->list_subscriptions(tenant);
+    if (!subs) {
+        return subs.error();
+    }
+    std::map<std::string, subscription_delivery_stats> counts;
+    if (auto all = m.st->delivery_stats(m.now())) {
+        for (auto& c : *all) {
+            counts[c.subscription_id] = std::move(c);
+        }
+    }
+    std::vector<subscription_overview> out;
+    out.reserve(subs->size());
+    for (auto& sub : *subs) {
+        subscription_overview o;
+        if (auto it = counts.find(sub.id); it != counts.end()) {
+            o.counts = it->second;
+        }
+        o.counts.subscription_id = sub.id;
+        page_request newest;
+        newest.limit = 1;
+        if (auto pg = m.st->list_deliveries(sub.id, newest); pg && !pg->items.empty()) {
+            o.last_delivery = std::move(pg->items.front());
+        }
+        o.record = std::move(sub);
+        out.push_back(std::move(o));
+    }
+    return out;
 }
 
 int bridge::run_due(millis now) { return impl_->engine->run_due(now); }

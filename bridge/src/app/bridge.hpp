@@ -162,6 +162,13 @@ struct replay_job_status {
     millis finished_at = 0;        // 0 while running
 };
 
+// A subscription with its delivery counts and newest delivery (the dashboard's list).
+struct subscription_overview {
+    subscription record;
+    subscription_delivery_stats counts;     // zeros when the store cannot count
+    std::optional<delivery> last_delivery;  // newest first
+};
+
 // ---- the bridge ------------------------------------------------------------------------------------
 
 class bridge {
@@ -253,6 +260,13 @@ public:
     // The outbound webhook dispatcher (webhooks.md), owned by the bridge and started/stopped with
     // it; null when the host key is unavailable.
     outbound::webhook_dispatcher* webhooks() noexcept;
+
+    // ---- appended: operator views ----
+    // Every subscription of the tenant with its delivery counts and newest delivery.
+    result<std::vector<subscription_overview>> overview(const std::string& tenant);
+    // Extra Prometheus text appended to metrics_text() at each scrape (e.g. connector counters the
+    // serve command collects from the connector host). Add before start().
+    void add_metrics_source(std::function<std::string()> render);
 
     struct impl;
 

@@ -139,6 +139,10 @@ public:
         return inner_->list_outbound_state_changes(id);
     }
 
+    result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
+        return inner_->delivery_stats(now);
+    }
+
 private:
     std::unique_ptr<store> inner_;
     run_event_observer observer_;

@@ -366,6 +366,13 @@ int runs(const client_options& o, const std::vector<std::string>& pos) {
         return ok;
     }
     for (const auto& [k, v] : parse_object(snap.body)) {
+        if (k == "replayOf" && v.is_object()) {
+            // Provenance of a replayed run: which dead letter it replays.
+            std::printf("%-16s dead letter %s of subscription %s\n", "replayOf",
+                        field(v.as_object(), {"attemptEventId"}).c_str(),
+                        field(v.as_object(), {"subscriptionId"}).c_str());
+            continue;
+        }
         std::printf("%-16s %s\n", std::string(k).c_str(), text_of(&v).c_str());
     }
     std::vector<std::vector<std::string>> rows;

@@ -9,6 +9,7 @@
 #include "http/bridge_port.hpp"
 #include "http/server.hpp"
 #include "plugins/connector_host.hpp"
+#include "plugins/connector_metrics.hpp"
 #include "plugins/submit_sink.hpp"
 #include "store/store.hpp"
 
@@ -174,6 +175,11 @@ int run_serve(const std::vector<std::string>& args) {
             std::fprintf(stderr, "wopbridge serve: %s\n", r.error().message.c_str());
             return 2;
         }
+    }
+
+    if (host) {
+        b->add_metrics_source(
+            [h = host.get()] { return connector_metrics_text(h->instances()); });
     }
 
     std::map<std::string, std::string> connector_of;

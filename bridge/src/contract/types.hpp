@@ -186,6 +186,9 @@ struct run_record {
     std::string upstream_run_id; // set with the upstream run starter
     millis created_at = 0;
     millis updated_at = 0;
+    // Appended: set by bridge::get_run when the run was started by a dead-letter replay (the
+    // dead-lettered attempt's event id); not stored in the runs table (derived from the delivery).
+    std::string replay_of_attempt_event_id;
 };
 
 } // namespace wopbridge

@@ -246,6 +246,11 @@ json::object run_snapshot(const wopbridge::run_record& r) {
     if (!r.upstream_run_id.empty()) {
         o["upstreamRunId"] = r.upstream_run_id;
     }
+    if (!r.replay_of_attempt_event_id.empty()) {
+        // Provenance of a replayed run: the dead letter it replays (same subscription).
+        o["replayOf"] = json::object{{"subscriptionId", r.subscription_id},
+                                     {"attemptEventId", r.replay_of_attempt_event_id}};
+    }
     return o;
 }
 

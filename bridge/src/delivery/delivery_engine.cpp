@@ -390,7 +390,10 @@ bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_
                 }
             }
         }
+        const auto commit_start = std::chrono::steady_clock::now();
         auto recorded = store_.record_attempt(rec);
+        rep.commit_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_start).count();
         if (!recorded) {
             // Not committed: the lease lapses and the delivery is claimed again; nothing started.
             delivered = false;
@@ -400,8 +403,11 @@ bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_
             rep.state_changed = rec.state_change_caused;
             if (delivered) {
                 rep.run_id = ctx->dlv.run_id;
+                rep.run_started = true;
             }
         }
+        rep.received_at = ctx->dlv.received_at;
+        rep.recorded_at = at;
         rep.delivery_id = ctx->dlv.id;
         rep.subscription_id = sub.id;
         rep.reserved_run_id = ctx->dlv.run_id;

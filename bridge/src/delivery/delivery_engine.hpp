@@ -44,6 +44,11 @@ struct attempt_report {
     std::string reserved_run_id; // the delivery's reserved run id, whatever the outcome
     attempt_outcome outcome = attempt_outcome::retrying;
     std::optional<state_change> state_changed;
+    // Appended for metrics: set on the report of the recorded attempt (not on the post-start one).
+    bool run_started = false;       // this attempt committed run.started
+    millis received_at = 0;         // the delivery's intake time
+    millis recorded_at = 0;         // the attempt's time (clock of the engine)
+    double commit_seconds = -1;     // wall time of store::record_attempt; < 0 when not recorded
 };
 
 // Deliveries created by a dead-letter replay carry the dedup key "replay:<attemptEventId>": replaying

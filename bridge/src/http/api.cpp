@@ -4,6 +4,7 @@
 #include "http/api_helpers.hpp"
 #include "http/openapi_document.hpp"
 #include "http/ops_handlers.hpp"
+#include "http/ui_assets.hpp"
 
 #include <boost/json/array.hpp>
 
@@ -82,6 +83,9 @@ void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
         return;
     case route_id::well_known: well_known(*ctx); return;
     case route_id::openapi: openapi(*ctx); return;
+    // Static, in memory: answered on the I/O thread.
+    case route_id::ui_index: ctx->sink->send(ui::serve(ctx->req, "index.html")); return;
+    case route_id::ui_asset: ctx->sink->send(ui::serve(ctx->req, ctx->param("asset"))); return;
     default: break;
     }
     // Everything else may touch the store: never on the I/O thread.
@@ -111,13 +115,16 @@ void http_api::dispatch(std::shared_ptr<context> ctx) {
         case route_id::dead_letters_replay: ops::replay_bulk(*ctx, bridge_); return;
         case route_id::replay_job_get: ops::replay_job(*ctx, bridge_); return;
         case route_id::metrics: ops::metrics(*ctx, bridge_); return;
+        case route_id::subscriptions_overview: ops::overview(*ctx, bridge_); return;
         case route_id::webhook_create: create_webhook(*ctx); return;
         case route_id::webhook_list: list_webhooks(*ctx); return;
         case route_id::webhook_delete: delete_webhook(*ctx); return;
         case route_id::webhook_dead_letters: list_webhook_dead_letters(*ctx); return;
         case route_id::healthz:
         case route_id::well_known:
-        case route_id::openapi: break;
+        case route_id::openapi:
+        case route_id::ui_index:
+        case route_id::ui_asset: break;
         }
         ctx->sink->send(error_response(404, "not_found", "no such route"));
     } catch (const std::exception&) {

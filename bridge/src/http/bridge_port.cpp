@@ -76,6 +76,9 @@ public:
     }
     std::string metrics_text() override { return b_.metrics_text(); }
     outbound::webhook_dispatcher* webhooks() override { return b_.webhooks(); }
+    result<std::vector<subscription_overview>> overview(const std::string& tenant) override {
+        return b_.overview(tenant);
+    }
 
 private:
     bridge& b_;

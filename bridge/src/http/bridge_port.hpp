@@ -64,6 +64,10 @@ public:
     virtual std::string metrics_text() { return {}; }
     // Outbound run-event webhooks; null when the host has none (fakes, no host key).
     virtual outbound::webhook_dispatcher* webhooks() { return nullptr; }
+    // GET /v1/ops/subscriptions (the dashboard's list).
+    virtual result<std::vector<subscription_overview>> overview(const std::string& /*tenant*/) {
+        return make_error_code(errc::unsupported);
+    }
 };
 
 // Forwards every call to `b`, which must outlive the port.

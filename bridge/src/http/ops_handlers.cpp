@@ -1,5 +1,6 @@
 #include "http/ops_handlers.hpp"
 
+#include "contract/wire.hpp"
 #include "http/api_helpers.hpp"
 
 #include <boost/json.hpp>
@@ -162,6 +163,40 @@ void metrics(http_api::context& ctx, bridge_port& bridge) {
     res.status = 200;
     res.set_header("content-type", "text/plain; version=0.0.4; charset=utf-8");
     res.body = bridge.metrics_text();
+    ctx.sink->send(std::move(res));
+}
+
+void overview(http_api::context& ctx, bridge_port& bridge) {
+    auto r = bridge.overview(ctx.who.tenant);
+    if (!r) {
+        reply_error(ctx, r.error());
+        return;
+    }
+    json::array subs;
+    for (const auto& o : *r) {
+        const auto& c = o.counts;
+        json::object item{
+            {"subscription", wire::subscription(o.record)},
+            {"workflowId", o.record.workflow_id},
+            {"whenNotActive", o.record.hold_when_not_active ? "hold" : "refuse"},
+            {"counts", json::object{{"pending", c.pending},
+                                    {"due", c.due},
+                                    {"inFlight", c.in_flight},
+                                    {"held", c.held},
+                                    {"delivered", c.delivered},
+                                    {"deadLettered", c.dead_lettered}}},
+            {"deadLetters", c.dead_letters}};
+        if (!o.record.connector.empty()) {
+            item["connector"] = o.record.connector;
+        }
+        if (o.last_delivery) {
+            item["lastDelivery"] = wire::delivery_summary(*o.last_delivery);
+        }
+        subs.push_back(std::move(item));
+    }
+    auto res =
+        http_response::json(200, json::serialize(json::object{{"subscriptions", std::move(subs)}}));
+    res.set_header("cache-control", "no-store");
     ctx.sink->send(std::move(res));
 }
 

@@ -14,5 +14,7 @@ void replay_bulk(http_api::context& ctx, bridge_port& bridge);
 void replay_job(http_api::context& ctx, bridge_port& bridge);
 // GET /metrics (Prometheus text)
 void metrics(http_api::context& ctx, bridge_port& bridge);
+// GET /v1/ops/subscriptions (the dashboard's list: counts and newest delivery per subscription)
+void overview(http_api::context& ctx, bridge_port& bridge);
 
 } // namespace wopbridge::http::ops

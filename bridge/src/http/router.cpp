@@ -7,7 +7,7 @@ namespace wopbridge::http {
 
 namespace {
 
-constexpr std::array<route, 29> routes{{
+constexpr std::array<route, 33> routes{{
     {"GET", "/.well-known/openwop", route_id::well_known, false, ""},
     {"GET", "/v1/openapi.json", route_id::openapi, false, ""},
     {"GET", "/healthz", route_id::healthz, false, ""},
@@ -30,6 +30,10 @@ constexpr std::array<route, 29> routes{{
      route_id::dead_letters_replay, true, "webhooks:manage"},
     {"GET", "/v1/replay-jobs/{jobId}", route_id::replay_job_get, true, "webhooks:manage"},
     {"GET", "/metrics", route_id::metrics, false, ""},
+    {"GET", "/v1/ops/subscriptions", route_id::subscriptions_overview, true, "webhooks:manage"},
+    {"GET", "/ui", route_id::ui_index, false, ""},
+    {"GET", "/ui/", route_id::ui_index, false, ""},
+    {"GET", "/ui/{asset}", route_id::ui_asset, false, ""},
     {"POST", "/v1/ingest/{subscriptionId}", route_id::ingest, false, "", true},
     {"GET", "/v1/ingest/{subscriptionId}", route_id::ingest, false, "", true},
     {"POST", "/v1/ingest/{subscriptionId}/{connectorPath}", route_id::ingest_connector_path, false,

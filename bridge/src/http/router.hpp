@@ -39,6 +39,10 @@ enum class route_id {
     webhook_list,
     webhook_delete,
     webhook_dead_letters,
+    // operator views (ops_handlers.cpp) and the dashboard's static assets (ui_handlers.cpp)
+    subscriptions_overview,
+    ui_index,
+    ui_asset,
 };
 
 struct route {

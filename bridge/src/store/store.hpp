@@ -97,6 +97,18 @@ struct page {
     std::string next_cursor; // empty on the last page
 };
 
+// Deliveries of one subscription by status, for the dashboard and the metrics gauges.
+struct subscription_delivery_stats {
+    std::string subscription_id;
+    std::int64_t pending = 0;       // waiting (includes due and backing off)
+    std::int64_t due = 0;           // of those, due at or before `now`
+    std::int64_t in_flight = 0;
+    std::int64_t held = 0;
+    std::int64_t delivered = 0;
+    std::int64_t dead_lettered = 0; // deliveries that ended dead-lettered
+    std::int64_t dead_letters = 0;  // unexpired dead letters (verification refusals included)
+};
+
 // Counters of a store's own work, for tests and metrics.
 struct store_stats {
     std::uint64_t commits = 0;         // write transactions committed (each one fsync)
@@ -292,6 +304,13 @@ public:
     }
     virtual result<std::vector<outbound_state_change>> list_outbound_state_changes(
         const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
+
+    // ---- operator views (appended; backends without them answer unsupported) ----
+    // Delivery counts per subscription (only subscriptions with deliveries or dead letters appear).
+    // A read: metrics gauges and the dashboard overview call it on every scrape / refresh.
+    virtual result<std::vector<subscription_delivery_stats>> delivery_stats(millis /*now*/) {
         return make_error_code(errc::unsupported);
     }
 };

@@ -22,6 +22,21 @@ TEST_F(RouterTest, MatchesLiteralAndParameterisedPaths) {
     EXPECT_EQ(match("GET", "/v1/runs/run_1").matched->id, route_id::run_get);
 }
 
+TEST_F(RouterTest, DashboardPagesAndOverviewAreRouted) {
+    EXPECT_EQ(match("GET", "/ui").matched->id, route_id::ui_index);
+    EXPECT_EQ(match("GET", "/ui/").matched->id, route_id::ui_index);
+    auto asset = match("GET", "/ui/app.js");
+    ASSERT_EQ(asset.status, 200);
+    EXPECT_EQ(asset.matched->id, route_id::ui_asset);
+    EXPECT_EQ(asset.params.at("asset"), "app.js");
+    EXPECT_EQ(match("GET", "/ui/a/b.js").status, 404); // flat: no nested paths
+    EXPECT_EQ(match("POST", "/ui").status, 405);
+    auto overview = match("GET", "/v1/ops/subscriptions");
+    ASSERT_EQ(overview.status, 200);
+    EXPECT_EQ(overview.matched->id, route_id::subscriptions_overview);
+    EXPECT_EQ(overview.matched->scope, "webhooks:manage");
+}
+
 TEST_F(RouterTest, DecodesPercentEncodedParameters) {
     auto m = match("GET", "/v1/runs/a%2Fb");
     ASSERT_EQ(m.status, 200);
@@ -56,7 +71,9 @@ TEST_F(RouterTest, OnlyIngestAndDiscoveryAreUnauthenticated) {
         bool open_route = r.id == route_id::well_known || r.id == route_id::openapi ||
                           r.id == route_id::healthz || r.id == route_id::readyz ||
                           r.id == route_id::ingest || r.id == route_id::ingest_connector_path ||
-                          r.id == route_id::metrics; // Prometheus scrape: no auth by default
+                          r.id == route_id::metrics || // Prometheus scrape: no auth by default
+                          // the dashboard's static files; the data behind them needs a key
+                          r.id == route_id::ui_index || r.id == route_id::ui_asset;
         EXPECT_EQ(r.authenticated, !open_route) << r.method << " " << r.pattern;
         if (r.pattern.find("/v1/host/sample/") == 0) {
             EXPECT_TRUE(r.seam) << r.pattern;

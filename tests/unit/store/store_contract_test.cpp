@@ -871,6 +871,54 @@ TEST_P(StoreContractTest, PingAndPurge) {
     EXPECT_EQ(*store_->purge_expired(t0 + 11), 1);
 }
 
+TEST_P(StoreContractTest, DeliveryStatsCountByStatusAndDueTime) {
+    add_subscription("sub_a");
+    add_subscription("sub_p", sub_state::paused);
+    add_subscription("sub_quiet");
+    must_intake(make_intake("sub_a", "k1", "a1", t0));
+    auto later = make_intake("sub_a", "k2", "a2", t0);
+    later.due_at = t0 + 5000; // backing off: pending, not due yet
+    must_intake(later);
+    must_intake(make_intake("sub_a", "k3", "a3", t0));
+    auto held = make_intake("sub_p", "k1", "p1", t0);
+    held.hold = true;
+    must_intake(held);
+    // One in flight, then dead-lettered (its dead letter counts until it expires).
+    auto claimed = claim(t0 + 10, 1);
+    ASSERT_EQ(claimed.size(), 1u);
+    auto stats_in_flight = store_->delivery_stats(t0 + 10);
+    ASSERT_TRUE(stats_in_flight) << stats_in_flight.error().message();
+    ASSERT_EQ(stats_in_flight->size(), 2u); // sub_quiet has nothing: absent
+    EXPECT_EQ((*stats_in_flight)[0].subscription_id, "sub_a");
+    EXPECT_EQ((*stats_in_flight)[0].in_flight, 1);
+    EXPECT_EQ((*stats_in_flight)[0].pending, 2);
+    EXPECT_EQ((*stats_in_flight)[0].due, 1);
+
+    auto rec = base_record(claimed[0], 1, attempt_outcome::dead_lettered, t0 + 20);
+    rec.dead_letter_expires_at = t0 + 100000;
+    ASSERT_TRUE(store_->record_attempt(rec));
+    auto stats = store_->delivery_stats(t0 + 30);
+    ASSERT_TRUE(stats);
+    ASSERT_EQ(stats->size(), 2u);
+    const auto& a = (*stats)[0];
+    EXPECT_EQ(a.subscription_id, "sub_a");
+    EXPECT_EQ(a.pending, 2);
+    EXPECT_EQ(a.due, 1);
+    EXPECT_EQ(a.in_flight, 0);
+    EXPECT_EQ(a.dead_lettered, 1);
+    EXPECT_EQ(a.dead_letters, 1);
+    EXPECT_EQ(a.delivered, 0);
+    const auto& p = (*stats)[1];
+    EXPECT_EQ(p.subscription_id, "sub_p");
+    EXPECT_EQ(p.held, 1);
+    EXPECT_EQ(p.pending, 0);
+    // Past the dead letter's expiry it no longer counts; past the backoff both are due.
+    auto after = store_->delivery_stats(t0 + 100000);
+    ASSERT_TRUE(after);
+    EXPECT_EQ((*after)[0].dead_letters, 0);
+    EXPECT_EQ((*after)[0].due, 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest,
                          ::testing::Values(sqlite_backend(), postgres_backend()),
                          [](const auto& info) { return info.param.name; });

@@ -523,6 +523,42 @@ class postgres_store final : public store {
         return out;
     }
 
+    result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
+        return read([&](connection& c) -> result<std::vector<subscription_delivery_stats>> {
+            auto r = c.exec(
+                "SELECT subscription_id, "
+                "COUNT(*) FILTER (WHERE status = 'pending'), "
+                "COUNT(*) FILTER (WHERE status = 'pending' AND due_at <= $1), "
+                "COUNT(*) FILTER (WHERE status = 'in_flight'), "
+                "COUNT(*) FILTER (WHERE status = 'held'), "
+                "COUNT(*) FILTER (WHERE status = 'delivered'), "
+                "COUNT(*) FILTER (WHERE status = 'dead_lettered'), 0::bigint "
+                "FROM deliveries GROUP BY subscription_id "
+                "UNION ALL SELECT subscription_id, 0, 0, 0, 0, 0, 0, COUNT(*) FROM dead_letters "
+                "WHERE expires_at > $1 GROUP BY subscription_id ORDER BY 1",
+                {p(static_cast<std::int64_t>(now))});
+            if (!r) {
+                return r.error();
+            }
+            std::vector<subscription_delivery_stats> out;
+            for (int i = 0; i < r->size(); ++i) {
+                auto id = r->text(i, 0);
+                if (out.empty() || out.back().subscription_id != id) {
+                    out.emplace_back().subscription_id = std::move(id);
+                }
+                auto& s = out.back();
+                s.pending += r->int64(i, 1);
+                s.due += r->int64(i, 2);
+                s.in_flight += r->int64(i, 3);
+                s.held += r->int64(i, 4);
+                s.delivered += r->int64(i, 5);
+                s.dead_lettered += r->int64(i, 6);
+                s.dead_letters += r->int64(i, 7);
+            }
+            return out;
+        });
+    }
+
     result<std::optional<millis>> next_due_at() override {
         return read([&](connection& c) -> result<std::optional<millis>> {
             auto r = c.exec(

@@ -562,6 +562,42 @@ class sqlite_store final : public store {
         return write_transaction([&]() -> result<void> { return record_attempt_locked(rec); });
     }
 
+    result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
+        return read_transaction([&]() -> result<std::vector<subscription_delivery_stats>> {
+            auto st = reader_->prepare(
+                "SELECT subscription_id, "
+                "SUM(status = 'pending'), SUM(status = 'pending' AND due_at <= ?1), "
+                "SUM(status = 'in_flight'), SUM(status = 'held'), SUM(status = 'delivered'), "
+                "SUM(status = 'dead_lettered'), 0 FROM deliveries GROUP BY subscription_id "
+                "UNION ALL SELECT subscription_id, 0, 0, 0, 0, 0, 0, COUNT(*) FROM dead_letters "
+                "WHERE expires_at > ?1 GROUP BY subscription_id ORDER BY 1");
+            st.bind(1, static_cast<std::int64_t>(now));
+            std::vector<subscription_delivery_stats> out;
+            for (;;) {
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (!*row) {
+                    break;
+                }
+                auto id = st.text(0);
+                if (out.empty() || out.back().subscription_id != id) {
+                    out.emplace_back().subscription_id = std::move(id);
+                }
+                auto& s = out.back();
+                s.pending += st.int64(1);
+                s.due += st.int64(2);
+                s.in_flight += st.int64(3);
+                s.held += st.int64(4);
+                s.delivered += st.int64(5);
+                s.dead_lettered += st.int64(6);
+                s.dead_letters += st.int64(7);
+            }
+            return out;
+        });
+    }
+
     result<std::optional<millis>> next_due_at() override {
         return read_transaction([&]() -> result<std::optional<millis>> {
             // Only what claim_due could take: pending rows of active subscriptions, of failed ones
