@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace wopbridge {
@@ -74,10 +75,20 @@ result<std::string> read_key_file(const std::string& path) {
     return key;
 }
 
+// Several nodes may start at once on one key file (PostgreSQL clusters): the key is written to a
+// private temp file and then linked into place, so a reader never sees a half-written key and
+// only one creator wins (link fails with EEXIST for the others, who read the winner's key).
 result<std::string> create_key_file(const std::string& path, random_source& random) {
     std::string key(secret_box::key_size, '\0');
     random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    unsigned char tag[8];
+    random.fill(tag, sizeof tag);
+    std::string tmp = path + ".tmp.";
+    for (unsigned char c : tag) {
+        tmp += "0123456789abcdef"[c >> 4];
+        tmp += "0123456789abcdef"[c & 15];
+    }
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         return make_error_code(errc::invalid_argument);
     }
@@ -86,8 +97,15 @@ result<std::string> create_key_file(const std::string& path, random_source& rand
               ::fsync(fd) == 0;
     ::close(fd);
     if (!ok) {
-        ::unlink(path.c_str());
+        ::unlink(tmp.c_str());
         return make_error_code(errc::internal);
+    }
+    const int linked = ::link(tmp.c_str(), path.c_str());
+    const int link_errno = errno;
+    ::unlink(tmp.c_str());
+    if (linked != 0) {
+        return make_error_code(link_errno == EEXIST ? errc::already_exists
+                                                    : errc::invalid_argument);
     }
     return key;
 }
