@@ -211,6 +211,9 @@ class ClusterTest : public ::testing::Test {
                "subscriptions:\n"
                "  - {id: orders, source: webhook, workflowId: wf-orders, signingSecret: \""
             << secret << "\"}\n";
+        if (with_webhooks_) {
+            out << "webhooks: {allowLoopbackHttp: true}\n";
+        }
         if (with_schedule_) {
             out << "  - {id: heartbeat, source: schedule, schedule: {cron: \"@every 1s\"}, "
                    "workflowId: wf-heartbeat}\n";
@@ -257,6 +260,7 @@ class ClusterTest : public ::testing::Test {
     std::map<std::string, std::vector<std::string>> starts_; // Idempotency-Key -> callers
     std::string stalled_node_key_;
     bool with_schedule_ = false;
+    bool with_webhooks_ = false;
     std::vector<std::unique_ptr<serve_process>> nodes_;
     std::vector<std::string> urls_;
 };
@@ -492,6 +496,51 @@ TEST_F(ClusterTest, ScheduleTicksFireOnceAcrossNodesAndStateChangesReachEveryNod
     std::vector<ingest_job> taken{{refused[0].webhook_id, 0}};
     send_all(taken, urls_, 1, [](int) {});
     EXPECT_EQ(taken[0].status, 202) << taken[0].body;
+}
+
+// Outbound webhooks on the shared database: registered through one node, fed by runs that another
+// node delivers, each run event sent (the outbox rows commit with the run event).
+TEST_F(ClusterTest, OutboundWebhookRegisteredOnOneNodeIsSentForRunsOfAnother) {
+    with_webhooks_ = true;
+    std::mutex got_mu;
+    std::vector<std::string> got;
+    http_test_server receiver([&](const http_request& r) {
+        std::lock_guard lock(got_mu);
+        got.push_back(r.body);
+        return http_response{};
+    });
+    start_nodes(2);
+    ASSERT_EQ(nodes_.size(), 2u);
+    http_call reg;
+    reg.method = "POST";
+    reg.url = urls_[0] + "/v1/webhooks";
+    reg.headers = {{"authorization", "Bearer hk_cluster"}, {"content-type", "application/json"}};
+    reg.body = R"({"url":")" + receiver.base_url() + R"(/hook","events":["run.started"]})";
+    auto created = perform(reg);
+    ASSERT_EQ(created.status, 201) << created.body;
+
+    std::vector<ingest_job> jobs{{fresh_webhook_id(), 1}, {fresh_webhook_id(), 1},
+                                 {fresh_webhook_id(), 1}};
+    send_all(jobs, urls_, 3, [](int) {});
+    std::set<std::string> runs;
+    for (const auto& j : jobs) {
+        ASSERT_EQ(j.status, 202) << j.body;
+        runs.insert(run_id_of(j.body));
+    }
+    ASSERT_TRUE(eventually(
+        [&] {
+            return query("SELECT COUNT(*) FROM outbound_deliveries WHERE status = 'delivered'") ==
+                   "3";
+        },
+        std::chrono::seconds(20)))
+        << query("SELECT status, COUNT(*) FROM outbound_deliveries GROUP BY status") << "\n"
+        << node_logs();
+    std::lock_guard lock(got_mu);
+    for (const auto& run : runs) {
+        EXPECT_TRUE(std::any_of(got.begin(), got.end(), [&](const std::string& body) {
+            return body.find(run) != std::string::npos;
+        })) << run;
+    }
 }
 
 } // namespace
