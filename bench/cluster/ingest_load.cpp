@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
     curl_multi_cleanup(multi);
     curl_global_cleanup();
     std::printf("{\"nodes\":%zu,\"requests\":%ld,\"concurrency\":%ld,\"acknowledged\":%ld,"
-                "\"other\":%ld,\"first_other_status\":%ld,\"failed\":%ld,\"seconds\":%.3f,\"accepted_per_second\":%.1f}\n",
+                "\"other\":%ld,\"first_other_status\":%ld,\"failed\":%ld,\"seconds\":%.3f,"
+                "\"accepted_per_second\":%.1f}\n",
                 urls.size(), requests, concurrency, acked, other, first_other, failed, secs,
                 secs > 0 ? acked / secs : 0.0);
     return failed + other == 0 ? 0 : 1;

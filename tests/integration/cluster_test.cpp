@@ -460,8 +460,8 @@ TEST_F(ClusterTest, ScheduleTicksFireOnceAcrossNodesAndStateChangesReachEveryNod
     for (const auto& url : urls_) {
         http_call m;
         m.url = url + "/metrics";
-        duplicates += metric_value(
-            perform(m).body, "wopbridge_ingests_total{subscription=\"heartbeat\",outcome=\"duplicate\"}");
+        duplicates += metric_value(perform(m).body, "wopbridge_ingests_total{subscription="
+                                                    "\"heartbeat\",outcome=\"duplicate\"}");
     }
     EXPECT_GT(duplicates, 0);
 

@@ -945,7 +945,8 @@ TEST_P(StoreContractTest, PingAndPurge) {
 // ---- outbound webhooks ----
 
 outbound_webhook make_webhook(const std::string& id, const std::string& tenant,
-                              std::vector<std::string> events, sub_state state = sub_state::active) {
+                              std::vector<std::string> events,
+                              sub_state state = sub_state::active) {
     outbound_webhook w;
     w.id = id;
     w.tenant = tenant;
@@ -995,10 +996,12 @@ TEST_P(StoreContractTest, OutboundWebhookCrudRoundTrips) {
 TEST_P(StoreContractTest, RunEventsFillTheOutboxInTheirOwnTransaction) {
     ASSERT_TRUE(store_->insert_outbound_webhook(
         make_webhook("owh_all", "acme", {"run.started", "run.completed"})));
-    ASSERT_TRUE(store_->insert_outbound_webhook(make_webhook("owh_done", "acme", {"run.completed"})));
+    ASSERT_TRUE(
+        store_->insert_outbound_webhook(make_webhook("owh_done", "acme", {"run.completed"})));
     ASSERT_TRUE(store_->insert_outbound_webhook(
         make_webhook("owh_paused", "acme", {"run.started"}, sub_state::paused)));
-    ASSERT_TRUE(store_->insert_outbound_webhook(make_webhook("owh_other", "globex", {"run.started"})));
+    ASSERT_TRUE(
+        store_->insert_outbound_webhook(make_webhook("owh_other", "globex", {"run.started"})));
     add_subscription("sub_a");
     must_intake(make_intake("sub_a", "k", "1"));
     auto claimed = claim(t0);

@@ -31,7 +31,8 @@ result<std::vector<outbound_delivery>> claim_due(connection& c, millis now, int 
 result<void> record_attempt(connection& c, const outbound_attempt& a);
 result<int> count_failures(connection& c, const std::string& webhook_id, millis since);
 result<std::optional<millis>> next_due_at(connection& c);
-result<std::vector<outbound_delivery>> list_deliveries(connection& c, const std::string& webhook_id);
+result<std::vector<outbound_delivery>> list_deliveries(connection& c,
+                                                       const std::string& webhook_id);
 result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::string& webhook_id,
                                                      const page_request& req, millis now);
 result<std::vector<outbound_state_change>> list_state_changes(connection& c,

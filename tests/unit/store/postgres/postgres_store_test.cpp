@@ -389,8 +389,9 @@ TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
     held.hold_when_not_active = true;
     ASSERT_TRUE(a_->insert_subscription(held));
     std::string out;
-    ASSERT_TRUE(server_->sql(db_, "SELECT string_agg(id || '=' || when_not_active, ',' ORDER BY id) "
-                                  "FROM subscriptions", &out));
+    ASSERT_TRUE(server_->sql(
+        db_, "SELECT string_agg(id || '=' || when_not_active, ',' ORDER BY id) FROM subscriptions",
+        &out));
     EXPECT_EQ(out, "sub_new=hold,sub_old=refuse");
     ASSERT_TRUE(server_->sql(db_, "SELECT MAX(version) FROM schema_migrations", &out));
     EXPECT_EQ(out, "2");
