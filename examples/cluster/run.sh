@@ -45,7 +45,8 @@ var="$work/var"
 mkdir -p "$var"
 export WOPBRIDGE_API_KEY="${WOPBRIDGE_API_KEY:-cluster-key}"
 export PARTNER_WHSEC="${PARTNER_WHSEC:-whsec_$(openssl rand -base64 32)}"
-# The nodes start together on purpose: the schema migrations run once, under an advisory lock.
+# The nodes start together on purpose: the schema migrations run once, under an advisory lock, and
+# the shared host key file is created once (linked into place; the others read it).
 for n in 1 2 3; do
   cfg="$var/node$n.yaml"
   sed -e "s|@PORT@|$((base + n))|g" -e "s|@PG_URL@|$pg_url|g" -e "s|@VAR@|$var|g" \

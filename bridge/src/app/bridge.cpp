@@ -1403,6 +1403,18 @@ std::string bridge::metrics_text() {
     text += "# HELP wopbridge_store_commits_total Write transactions committed by the store.\n"
             "# TYPE wopbridge_store_commits_total counter\n"
             "wopbridge_store_commits_total " + std::to_string(st.commits) + "\n";
+    // Networked backends (PostgreSQL): statements sent, and the intake group commits, so round
+    // trips per accepted event can be read off a running node.
+    text += "# HELP wopbridge_store_round_trips_total Statements sent to the database server.\n"
+            "# TYPE wopbridge_store_round_trips_total counter\n"
+            "wopbridge_store_round_trips_total " + std::to_string(st.round_trips) + "\n";
+    text += "# HELP wopbridge_store_intake_batches_total Intake group-commit transactions.\n"
+            "# TYPE wopbridge_store_intake_batches_total counter\n"
+            "wopbridge_store_intake_batches_total " + std::to_string(st.intake_batches) + "\n";
+    text += "# HELP wopbridge_store_intake_requests_total Intake requests answered by those "
+            "batches.\n"
+            "# TYPE wopbridge_store_intake_requests_total counter\n"
+            "wopbridge_store_intake_requests_total " + std::to_string(st.intake_requests) + "\n";
     std::vector<std::function<std::string()>> sources;
     {
         std::lock_guard lock(m.observers_mutex);

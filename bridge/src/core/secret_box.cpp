@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace wopbridge {
@@ -75,16 +76,21 @@ result<std::string> read_key_file(const std::string& path) {
     return key;
 }
 
-// Writes the key to a temporary file, fsyncs it and links it into place (link fails when the
-// name exists), so the key file appears whole or not at all: a kill during creation (SIGKILL at
-// the first start) never leaves an empty key file that would keep every later start from opening
-// the host key.
+// Writes the key to a private temporary file, fsyncs it and links it into place (link fails when
+// the name exists), so the key file appears whole or not at all: a kill during creation never leaves
+// an empty key file, and of several nodes starting at once on one key file only one creator wins
+// (the others get already_exists and read the winner's key).
 result<std::string> create_key_file(const std::string& path, random_source& random) {
     std::string key(secret_box::key_size, '\0');
     random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    ::unlink(tmp.c_str()); // a leftover of a killed process that had our pid
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    unsigned char tag[8];
+    random.fill(tag, sizeof tag);
+    std::string tmp = path + ".tmp.";
+    for (unsigned char c : tag) {
+        tmp += "0123456789abcdef"[c >> 4];
+        tmp += "0123456789abcdef"[c & 15];
+    }
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         return make_error_code(errc::invalid_argument);
     }
@@ -92,10 +98,16 @@ result<std::string> create_key_file(const std::string& path, random_source& rand
               ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) &&
               ::fsync(fd) == 0;
     ::close(fd);
-    const bool linked = ok && ::link(tmp.c_str(), path.c_str()) == 0;
-    ::unlink(tmp.c_str());
-    if (!linked) {
+    if (!ok) {
+        ::unlink(tmp.c_str());
         return make_error_code(errc::internal);
+    }
+    const int linked = ::link(tmp.c_str(), path.c_str());
+    const int link_errno = errno;
+    ::unlink(tmp.c_str());
+    if (linked != 0) {
+        return make_error_code(link_errno == EEXIST ? errc::already_exists
+                                                    : errc::invalid_argument);
     }
     // The new name must survive a power loss too: fsync the directory.
     std::string dir = std::filesystem::path(path).parent_path().string();

@@ -9,6 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <latch>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace wopbridge {
 namespace {
@@ -38,6 +42,37 @@ TEST_F(SecretBoxTest, ReopeningTheKeyFileGivesTheSameKey) {
     EXPECT_EQ(a->fingerprint("whsec_abc"), b->fingerprint("whsec_abc"));
     auto sealed = a->seal("whsec_abc", random_);
     EXPECT_EQ(b->unseal(sealed).value(), "whsec_abc");
+}
+
+// Cluster nodes sharing a key file may start at the same moment: every one ends up with the same
+// key (none reads a half-written file, none overwrites the winner's).
+TEST_F(SecretBoxTest, ConcurrentOpenersOfANewKeyFileAgreeOnOneKey) {
+    for (int round = 0; round < 20; ++round) {
+        auto path = dir_.file("host" + std::to_string(round) + ".key");
+        constexpr int openers = 6;
+        std::latch go(openers);
+        std::vector<result<secret_box>> boxes(openers, make_error_code(errc::internal));
+        std::vector<std::thread> threads;
+        for (int i = 0; i < openers; ++i) {
+            threads.emplace_back([&, i] {
+                testing::seeded_random own{static_cast<std::uint64_t>(1000 * round + i)};
+                go.arrive_and_wait();
+                boxes[static_cast<std::size_t>(i)] = secret_box::open(path, own);
+            });
+        }
+        for (auto& t : threads) {
+            t.join();
+        }
+        ASSERT_TRUE(boxes[0]) << "round " << round;
+        auto sealed = boxes[0]->seal("whsec_abc", random_);
+        for (int i = 1; i < openers; ++i) {
+            ASSERT_TRUE(boxes[static_cast<std::size_t>(i)]) << "round " << round << " opener " << i;
+            EXPECT_EQ(boxes[static_cast<std::size_t>(i)]->unseal(sealed).value(), "whsec_abc");
+        }
+    }
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()),
+                            std::filesystem::directory_iterator{}),
+              20); // no temp files left behind
 }
 
 TEST_F(SecretBoxTest, RefusesAGroupOrWorldReadableKeyFile) {

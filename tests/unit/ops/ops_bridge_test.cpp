@@ -297,6 +297,9 @@ TEST_F(OpsBridgeTest, MetricsCountIngestsAttemptsAndStates) {
               std::string::npos);
     EXPECT_NE(text.find("wopbridge_subscriptions{state=\"active\"} 1\n"), std::string::npos);
     EXPECT_NE(text.find("wopbridge_ingest_latency_seconds_count 1\n"), std::string::npos);
+    // Both submissions went through the store's intake writer (the duplicate answered by it).
+    EXPECT_NE(text.find("wopbridge_store_intake_requests_total 2\n"), std::string::npos);
+    EXPECT_NE(text.find("wopbridge_store_round_trips_total 0\n"), std::string::npos); // SQLite
     EXPECT_EQ(text.find("evt-m-1"), std::string::npos); // never content
 }
 

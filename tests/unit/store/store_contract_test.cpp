@@ -288,6 +288,77 @@ TEST_P(StoreContractTest, ConfigUpsertKeepsStateAndBreaker) {
     EXPECT_EQ(got->updated_at, t0 + 5);
 }
 
+// whenNotActive: hold and refuse both survive insert, reads, the config upsert and a reopen.
+TEST_P(StoreContractTest, WhenNotActiveRoundTrips) {
+    auto held = make_subscription("sub_hold");
+    held.hold_when_not_active = true;
+    ASSERT_TRUE(store_->insert_subscription(held));
+    add_subscription("sub_refuse");
+    auto hold_of = [&](const std::string& id) {
+        auto got = store_->get_subscription(id);
+        EXPECT_TRUE(got) << id;
+        return got ? got->hold_when_not_active : false;
+    };
+    EXPECT_TRUE(hold_of("sub_hold"));
+    EXPECT_FALSE(hold_of("sub_refuse"));
+    auto listed = store_->list_subscriptions("acme");
+    ASSERT_TRUE(listed);
+    ASSERT_EQ(listed->size(), 2u);
+    EXPECT_TRUE((*listed)[0].hold_when_not_active);  // sub_hold
+    EXPECT_FALSE((*listed)[1].hold_when_not_active); // sub_refuse
+    auto all = store_->list_all_subscriptions();
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_TRUE((*all)[0].hold_when_not_active);
+
+    // The config upsert changes it both ways.
+    held.hold_when_not_active = false;
+    ASSERT_TRUE(store_->upsert_config_subscription(held));
+    EXPECT_FALSE(hold_of("sub_hold"));
+    auto refusing = make_subscription("sub_refuse");
+    refusing.hold_when_not_active = true;
+    ASSERT_TRUE(store_->upsert_config_subscription(refusing));
+    EXPECT_TRUE(hold_of("sub_refuse"));
+
+    open();
+    EXPECT_FALSE(hold_of("sub_hold"));
+    EXPECT_TRUE(hold_of("sub_refuse"));
+}
+
+// Held while paused, resumed: the held events are claimed in arrival order, before anything that
+// arrived after the resume, and each is delivered once.
+TEST_P(StoreContractTest, HeldEventsAreDeliveredInArrivalOrderOnResume) {
+    auto s = make_subscription("sub_a", sub_state::paused);
+    s.hold_when_not_active = true;
+    ASSERT_TRUE(store_->insert_subscription(s));
+    for (int i = 0; i < 5; ++i) {
+        auto r = make_intake("sub_a", "k" + std::to_string(i), std::to_string(i), t0 + i);
+        r.hold = store_->get_subscription("sub_a")->hold_when_not_active;
+        EXPECT_EQ(must_intake(r).status, intake_status::held);
+    }
+    ASSERT_TRUE(store_->change_state(
+        {"sub_a", source_kind::webhook, sub_state::paused, sub_state::active, state_reason::none},
+        "evt_resume", t0 + 100));
+    // The bridge releases at the instant of the resume; an event arriving after it (it may commit
+    // before the release does) is due later than every held one.
+    must_intake(make_intake("sub_a", "k_after", "after", t0 + 101));
+    ASSERT_EQ(*store_->release_held("sub_a", t0 + 100), 5);
+    EXPECT_EQ(*store_->release_held("sub_a", t0 + 103), 0); // released once
+
+    std::vector<std::string> order;
+    for (int round = 0; round < 6; ++round) {
+        auto got = claim(t0 + 200 + round, 1);
+        ASSERT_EQ(got.size(), 1u) << "round " << round;
+        order.push_back(got[0].id);
+        ASSERT_TRUE(store_->record_attempt(delivered_record(got[0], 1, t0 + 200 + round)));
+    }
+    EXPECT_THAT(order, ElementsAre("dlv_0", "dlv_1", "dlv_2", "dlv_3", "dlv_4", "dlv_after"));
+    EXPECT_TRUE(claim(t0 + 1000).empty());
+    for (const auto& id : order) {
+        EXPECT_EQ(store_->get_delivery(id)->status, delivery_status::delivered) << id;
+    }
+}
+
 TEST_P(StoreContractTest, IntakeAcceptedThenDuplicateReturnsOriginalIds) {
     add_subscription("sub_a");
     auto first = must_intake(make_intake("sub_a", "k1", "1"));
@@ -917,6 +988,211 @@ TEST_P(StoreContractTest, DeliveryStatsCountByStatusAndDueTime) {
     ASSERT_TRUE(after);
     EXPECT_EQ((*after)[0].dead_letters, 0);
     EXPECT_EQ((*after)[0].due, 2);
+}
+
+// ---- outbound webhooks ----
+
+outbound_webhook make_webhook(const std::string& id, const std::string& tenant,
+                              std::vector<std::string> events,
+                              sub_state state = sub_state::active) {
+    outbound_webhook w;
+    w.id = id;
+    w.tenant = tenant;
+    w.url = "https://hooks.example/" + id;
+    w.events = std::move(events);
+    w.tags = {"blue", "green"};
+    w.sealed_secret = "v1:sealed-" + id;
+    w.sealed_standard_secret = "";
+    w.secret_fingerprint = "fp_" + id;
+    w.state = state;
+    w.created_at = t0;
+    w.updated_at = t0;
+    return w;
+}
+
+TEST_P(StoreContractTest, OutboundWebhookCrudRoundTrips) {
+    ASSERT_TRUE(store_->insert_outbound_webhook(make_webhook("owh_b", "acme", {"run.started"})));
+    auto a = make_webhook("owh_a", "acme", {"run.completed", "run.failed"}, sub_state::paused);
+    a.sealed_standard_secret = "v1:standard";
+    ASSERT_TRUE(store_->insert_outbound_webhook(a));
+    ASSERT_TRUE(store_->insert_outbound_webhook(make_webhook("owh_c", "globex", {"run.started"})));
+    EXPECT_EQ(store_->insert_outbound_webhook(a).error(), errc::already_exists);
+
+    auto got = store_->get_outbound_webhook("owh_a");
+    ASSERT_TRUE(got) << got.error().message();
+    EXPECT_EQ(got->tenant, "acme");
+    EXPECT_EQ(got->url, "https://hooks.example/owh_a");
+    EXPECT_THAT(got->events, ElementsAre("run.completed", "run.failed"));
+    EXPECT_THAT(got->tags, ElementsAre("blue", "green"));
+    EXPECT_EQ(got->sealed_secret, "v1:sealed-owh_a");
+    EXPECT_EQ(got->sealed_standard_secret, "v1:standard");
+    EXPECT_EQ(got->secret_fingerprint, "fp_owh_a");
+    EXPECT_EQ(got->state, sub_state::paused);
+    auto acme = store_->list_outbound_webhooks("acme");
+    ASSERT_TRUE(acme);
+    ASSERT_EQ(acme->size(), 2u);
+    EXPECT_EQ((*acme)[0].id, "owh_a");
+    EXPECT_EQ((*acme)[1].id, "owh_b");
+
+    ASSERT_TRUE(store_->delete_outbound_webhook("owh_a"));
+    EXPECT_EQ(store_->get_outbound_webhook("owh_a").error(), errc::not_found);
+    EXPECT_EQ(store_->delete_outbound_webhook("owh_a").error(), errc::not_found);
+}
+
+// The outbox rows of a run event commit with it, for the active webhooks of the run's tenant
+// subscribed to its type; enqueueing again adds nothing.
+TEST_P(StoreContractTest, RunEventsFillTheOutboxInTheirOwnTransaction) {
+    ASSERT_TRUE(store_->insert_outbound_webhook(
+        make_webhook("owh_all", "acme", {"run.started", "run.completed"})));
+    ASSERT_TRUE(
+        store_->insert_outbound_webhook(make_webhook("owh_done", "acme", {"run.completed"})));
+    ASSERT_TRUE(store_->insert_outbound_webhook(
+        make_webhook("owh_paused", "acme", {"run.started"}, sub_state::paused)));
+    ASSERT_TRUE(
+        store_->insert_outbound_webhook(make_webhook("owh_other", "globex", {"run.started"})));
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    ASSERT_TRUE(store_->record_attempt(delivered_record(claimed[0], 1, t0 + 10)));
+
+    auto all = store_->list_outbound_deliveries("owh_all");
+    ASSERT_TRUE(all) << all.error().message();
+    ASSERT_EQ(all->size(), 1u);
+    EXPECT_EQ((*all)[0].run_id, "run_1");
+    EXPECT_EQ((*all)[0].event_type, "run.started");
+    EXPECT_EQ((*all)[0].status, "pending");
+    EXPECT_EQ((*all)[0].due_at, t0 + 10);
+    const auto started_seq = (*all)[0].sequence;
+    EXPECT_TRUE(store_->list_outbound_deliveries("owh_done")->empty());
+    EXPECT_TRUE(store_->list_outbound_deliveries("owh_paused")->empty());
+    EXPECT_TRUE(store_->list_outbound_deliveries("owh_other")->empty());
+
+    auto done = store_->append_run_event("run_1", "run.completed", "{}", "", "evt_done", t0 + 20);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(store_->list_outbound_deliveries("owh_all")->size(), 2u);
+    auto d = store_->list_outbound_deliveries("owh_done");
+    ASSERT_EQ(d->size(), 1u);
+    EXPECT_EQ((*d)[0].sequence, done->sequence);
+    EXPECT_EQ(*store_->enqueue_outbound("run_1", done->sequence, t0 + 30), 0);
+    EXPECT_EQ(*store_->enqueue_outbound("run_1", started_seq, t0 + 30), 0);
+    EXPECT_EQ(store_->outbound_next_due_at()->value_or(0), t0 + 10);
+
+    // A run event whose append fails (unknown run) leaves no outbox row behind.
+    EXPECT_FALSE(store_->append_run_event("run_nope", "run.completed", "{}", "", "evt_x", t0));
+    EXPECT_EQ(store_->list_outbound_deliveries("owh_done")->size(), 1u);
+}
+
+TEST_P(StoreContractTest, OutboundClaimsHonourThePerWebhookLimitAndLeases) {
+    ASSERT_TRUE(store_->insert_outbound_webhook(make_webhook("owh_a", "acme", {"run.progress"})));
+    ASSERT_TRUE(store_->insert_outbound_webhook(make_webhook("owh_b", "acme", {"run.progress"})));
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    ASSERT_TRUE(store_->record_attempt(delivered_record(claim(t0)[0], 1, t0)));
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_TRUE(store_->append_run_event("run_1", "run.progress", "{}", "",
+                                             "evt_p" + std::to_string(i), t0 + 1 + i));
+    }
+    auto first = store_->claim_outbound_due(t0 + 100, 10, 2, 1000);
+    ASSERT_TRUE(first) << first.error().message();
+    ASSERT_EQ(first->size(), 4u); // two per webhook
+    std::map<std::string, std::vector<std::int64_t>> by_hook;
+    for (const auto& d : *first) {
+        EXPECT_EQ(d.status, "in_flight");
+        by_hook[d.webhook_id].push_back(d.sequence);
+    }
+    ASSERT_EQ(by_hook["owh_a"].size(), 2u);
+    EXPECT_LT(by_hook["owh_a"][0], by_hook["owh_a"][1]); // oldest first
+    EXPECT_TRUE(store_->claim_outbound_due(t0 + 200, 10, 2, 1000)->empty());
+
+    // One settles: one more of that webhook may go.
+    outbound_attempt ok;
+    ok.delivery_id = (*first)[0].id;
+    ok.webhook_id = (*first)[0].webhook_id;
+    ok.at = t0 + 300;
+    ok.status = "delivered";
+    ASSERT_TRUE(store_->record_outbound_attempt(ok));
+    auto more = store_->claim_outbound_due(t0 + 300, 10, 2, 1000);
+    ASSERT_TRUE(more);
+    ASSERT_EQ(more->size(), 1u);
+    EXPECT_EQ((*more)[0].webhook_id, ok.webhook_id);
+    // Leases that ran out are claimed again (at most the limit per webhook).
+    auto again = store_->claim_outbound_due(t0 + 5000, 10, 2, 1000);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->size(), 4u);
+    auto listed = store_->list_outbound_deliveries(ok.webhook_id);
+    ASSERT_TRUE(listed);
+    ASSERT_EQ(listed->size(), 4u);
+    EXPECT_EQ((*listed)[0].status, "delivered");
+    EXPECT_EQ((*listed)[0].attempts, 1);
+}
+
+TEST_P(StoreContractTest, OutboundDeadLetterCarriesItsStateChange) {
+    ASSERT_TRUE(store_->insert_outbound_webhook(make_webhook("owh_a", "acme", {"run.started"})));
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    ASSERT_TRUE(store_->record_attempt(delivered_record(claim(t0)[0], 1, t0)));
+    auto claimed = store_->claim_outbound_due(t0 + 1, 10, 4, 1000);
+    ASSERT_TRUE(claimed);
+    ASSERT_EQ(claimed->size(), 1u);
+    const auto& d = (*claimed)[0];
+
+    outbound_attempt retry;
+    retry.delivery_id = d.id;
+    retry.webhook_id = d.webhook_id;
+    retry.at = t0 + 2;
+    retry.status = "pending";
+    retry.failure = true;
+    retry.next_due_at = t0 + 500;
+    retry.error = "http 503";
+    retry.consecutive_failures = 1;
+    ASSERT_TRUE(store_->record_outbound_attempt(retry));
+    EXPECT_EQ(store_->outbound_next_due_at()->value_or(0), t0 + 500);
+    EXPECT_TRUE(store_->claim_outbound_due(t0 + 499, 10, 4, 1000)->empty());
+    ASSERT_EQ(store_->claim_outbound_due(t0 + 500, 10, 4, 1000)->size(), 1u);
+
+    outbound_attempt dead = retry;
+    dead.at = t0 + 600;
+    dead.status = "dead_lettered";
+    dead.consecutive_failures = 2;
+    dead.state_change =
+        outbound_state_change{"owh_a", sub_state::active, sub_state::failed, "retry-exhausted",
+                              t0 + 600};
+    dead.dead_letter_expires_at = t0 + 7 * 24 * 3600 * 1000LL;
+    ASSERT_TRUE(store_->record_outbound_attempt(dead));
+
+    EXPECT_EQ(*store_->count_outbound_failures("owh_a", t0), 2);
+    EXPECT_EQ(*store_->count_outbound_failures("owh_a", t0 + 3), 1);
+    auto hook = store_->get_outbound_webhook("owh_a");
+    EXPECT_EQ(hook->state, sub_state::failed);
+    EXPECT_EQ(hook->consecutive_failures, 2);
+    auto changes = store_->list_outbound_state_changes("owh_a");
+    ASSERT_TRUE(changes);
+    ASSERT_EQ(changes->size(), 1u);
+    EXPECT_EQ((*changes)[0].reason, "retry-exhausted");
+    auto listed = store_->list_outbound_deliveries("owh_a");
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_EQ((*listed)[0].status, "dead_lettered");
+    EXPECT_EQ((*listed)[0].attempts, 2);
+    EXPECT_EQ((*listed)[0].last_error, "http 503");
+
+    auto page1 = store_->list_outbound_dead_letters("owh_a", {10, {}}, t0 + 700);
+    ASSERT_TRUE(page1) << page1.error().message();
+    ASSERT_EQ(page1->items.size(), 1u);
+    const auto& dl = page1->items[0];
+    EXPECT_EQ(dl.delivery_id, d.id);
+    EXPECT_EQ(dl.run_id, "run_1");
+    EXPECT_EQ(dl.event_type, "run.started");
+    EXPECT_EQ(dl.attempts, 2);
+    EXPECT_EQ(dl.reason, "retries_exhausted");
+    ASSERT_TRUE(dl.state_change);
+    EXPECT_EQ(dl.state_change->to, sub_state::failed);
+    EXPECT_TRUE(store_->list_outbound_dead_letters("owh_a", {10, {}}, dead.dead_letter_expires_at)
+                    ->items.empty());
+    EXPECT_EQ(store_->list_outbound_dead_letters("owh_a", {10, "owh_b:5"}, t0).error(),
+              errc::invalid_argument);
+    // Failed webhooks are not claimed.
+    EXPECT_FALSE(store_->outbound_next_due_at()->has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest,

@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 1> migrations{{
+constexpr std::array<migration, 2> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -141,6 +141,79 @@ CREATE TABLE dead_letters (
 );
 CREATE INDEX dead_letters_newest_first ON dead_letters (subscription_id, seq DESC);
 CREATE INDEX dead_letters_by_expiry ON dead_letters (expires_at);
+)sql"},
+    // 2: whenNotActive (refuse | hold), as SQLite migration 2 (existing rows keep the old
+    // behaviour, refuse); and the outbound run-event webhooks, as SQLite migration 3: webhooks,
+    // the outbox (one row per (webhook, run event), written in the run event's own statement),
+    // the failure window, dead letters and state changes.
+    {2, R"sql(
+ALTER TABLE subscriptions ADD COLUMN when_not_active TEXT NOT NULL DEFAULT 'refuse';
+
+CREATE TABLE outbound_webhooks (
+    id                     TEXT PRIMARY KEY,
+    tenant                 TEXT NOT NULL,
+    url                    TEXT NOT NULL,
+    events_json            TEXT NOT NULL,
+    tags_json              TEXT NOT NULL,
+    sealed_secret          TEXT NOT NULL,
+    sealed_standard_secret TEXT NOT NULL,
+    secret_fingerprint     TEXT NOT NULL,
+    state                  TEXT NOT NULL,
+    consecutive_failures   INTEGER NOT NULL,
+    breaker_open_until     BIGINT NOT NULL,
+    created_at             BIGINT NOT NULL,
+    updated_at             BIGINT NOT NULL
+);
+CREATE INDEX outbound_webhooks_by_tenant ON outbound_webhooks (tenant, id);
+
+CREATE TABLE outbound_deliveries (
+    seq         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
+    webhook_id  TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    run_id      TEXT NOT NULL,
+    sequence    BIGINT NOT NULL,
+    event_type  TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    attempts    INTEGER NOT NULL,
+    due_at      BIGINT NOT NULL,
+    lease_until BIGINT NOT NULL,
+    last_error  TEXT NOT NULL,
+    created_at  BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL,
+    UNIQUE (webhook_id, run_id, sequence)
+);
+CREATE INDEX outbound_deliveries_due ON outbound_deliveries (status, due_at);
+
+CREATE TABLE outbound_failures (
+    webhook_id TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    at         BIGINT NOT NULL
+);
+CREATE INDEX outbound_failures_by_webhook ON outbound_failures (webhook_id, at);
+
+CREATE TABLE outbound_state_changes (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    webhook_id TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    from_state TEXT NOT NULL,
+    to_state   TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    at         BIGINT NOT NULL
+);
+
+CREATE TABLE outbound_dead_letters (
+    seq              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    webhook_id       TEXT NOT NULL REFERENCES outbound_webhooks (id) ON DELETE CASCADE,
+    delivery_id      TEXT NOT NULL,
+    run_id           TEXT NOT NULL,
+    sequence         BIGINT NOT NULL,
+    event_type       TEXT NOT NULL,
+    attempts         INTEGER NOT NULL,
+    reason           TEXT NOT NULL,
+    last_error       TEXT NOT NULL,
+    state_change_seq BIGINT,
+    dead_lettered_at BIGINT NOT NULL,
+    expires_at       BIGINT NOT NULL
+);
+CREATE INDEX outbound_dead_letters_by_webhook ON outbound_dead_letters (webhook_id, seq);
 )sql"},
 }};
 

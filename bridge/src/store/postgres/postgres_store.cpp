@@ -4,6 +4,7 @@
 // LOCKED), per-run / per-subscription event counters, and lease tokens. Nothing is cached.
 #include "store/postgres/pg_connection.hpp"
 #include "store/postgres/pg_migrations.hpp"
+#include "store/postgres/pg_outbound.hpp"
 #include "store/store.hpp"
 #include "store/store_codec.hpp"
 
@@ -34,10 +35,10 @@
     "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
     "breaker_probe_interval_ms, verification, webhook_id, secret_fingerprint, sealed_secret, "     \
     "schedule_cron, schedule_time_zone, connector, connector_settings_json, origin, "              \
-    "consecutive_failures, next_probe_at, created_at, updated_at"
+    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active"
 #define WB_SUB_PARAMS                                                                              \
     "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "  \
-    "$21, $22, $23, $24, $25, $26"
+    "$21, $22, $23, $24, $25, $26, $27"
 #define WB_DLV_COLS                                                                                \
     "d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts, d.due_at, "   \
     "d.received_at, d.updated_at, d.last_error, d.seq"
@@ -114,6 +115,7 @@ result<subscription> read_subscription(const rows& r, int i) {
     s.next_probe_at = r.int64(i, 23);
     s.created_at = r.int64(i, 24);
     s.updated_at = r.int64(i, 25);
+    s.hold_when_not_active = r.text(i, 26) == "hold";
     return s;
 }
 
@@ -143,7 +145,8 @@ std::vector<param> subscription_params(const subscription& s) {
             p(s.consecutive_failures),
             p(s.next_probe_at),
             p(s.created_at),
-            p(s.updated_at)};
+            p(s.updated_at),
+            p(s.hold_when_not_active ? "hold" : "refuse")};
 }
 
 // Reads WB_DLV_COLS; the sort key (seq) is column 11.
@@ -318,7 +321,8 @@ class postgres_store final : public store {
                          "schedule_time_zone = excluded.schedule_time_zone, "
                          "connector = excluded.connector, "
                          "connector_settings_json = excluded.connector_settings_json, "
-                         "origin = excluded.origin, updated_at = excluded.updated_at",
+                         "origin = excluded.origin, updated_at = excluded.updated_at, "
+                         "when_not_active = excluded.when_not_active",
                          subscription_params(s));
         });
     }
@@ -746,13 +750,19 @@ class postgres_store final : public store {
                                        millis at) override {
         return write([&](connection& c) -> result<run_event> {
             // The counter bump locks the run row until commit: appends from every node serialize
-            // per run, and a failed insert rolls the counter back with it (no gaps).
-            auto r = c.exec(
+            // per run, and a failed insert rolls the counter back with it (no gaps). The outbox
+            // rows of the event commit with it (transactional outbox).
+            static const std::string append_sql =
                 "WITH r AS (UPDATE runs SET next_event_seq = next_event_seq + 1 "
-                "WHERE id = $1 RETURNING next_event_seq - 1 AS seq) "
-                "INSERT INTO run_events (run_id, sequence, event_id, type, "
+                "WHERE id = $1 RETURNING next_event_seq - 1 AS seq, tenant), "
+                "ins AS (INSERT INTO run_events (run_id, sequence, event_id, type, "
                 "payload_json, timestamp, causation_id) "
-                "SELECT $1, seq, $2, $3, $4, $5, $6 FROM r RETURNING sequence",
+                "SELECT $1, seq, $2, $3, $4, $5, $6 FROM r RETURNING run_id, sequence, type), "
+                "o AS (" +
+                postgres::outbound::enqueue_cte("ins", "(SELECT tenant FROM r)", "$5") +
+                ") SELECT sequence FROM ins";
+            auto r = c.exec(
+                append_sql.c_str(),
                 {p(run_id), p(event_id), p(type), p(payload_json), p(at), p_or_null(causation_id)});
             if (!r) {
                 return r.error();
@@ -848,6 +858,60 @@ class postgres_store final : public store {
             }
             return {};
         });
+    }
+
+    // ---- outbound webhooks (pg_outbound.cpp) ----
+
+    result<void> insert_outbound_webhook(const outbound_webhook& w) override {
+        return write([&](connection& c) { return postgres::outbound::insert_webhook(c, w); });
+    }
+    result<outbound_webhook> get_outbound_webhook(const std::string& id) override {
+        return read([&](connection& c) { return postgres::outbound::get_webhook(c, id); });
+    }
+    result<std::vector<outbound_webhook>> list_outbound_webhooks(const std::string& t) override {
+        return read([&](connection& c) { return postgres::outbound::list_webhooks(c, t); });
+    }
+    result<void> delete_outbound_webhook(const std::string& id) override {
+        return write([&](connection& c) { return postgres::outbound::delete_webhook(c, id); });
+    }
+    result<int> enqueue_outbound(const std::string& run_id, std::int64_t sequence,
+                                 millis at) override {
+        return write(
+            [&](connection& c) { return postgres::outbound::enqueue(c, run_id, sequence, at); });
+    }
+    result<std::vector<outbound_delivery>> claim_outbound_due(millis now, int limit,
+                                                              int per_webhook_limit,
+                                                              millis lease_ms) override {
+        return transaction([&](connection& c) {
+            return postgres::outbound::claim_due(c, now, limit, per_webhook_limit, lease_ms);
+        });
+    }
+    result<void> record_outbound_attempt(const outbound_attempt& a) override {
+        return transaction(
+            [&](connection& c) { return postgres::outbound::record_attempt(c, a); });
+    }
+    result<int> count_outbound_failures(const std::string& id, millis since) override {
+        return read(
+            [&](connection& c) { return postgres::outbound::count_failures(c, id, since); });
+    }
+    result<std::optional<millis>> outbound_next_due_at() override {
+        return read([&](connection& c) { return postgres::outbound::next_due_at(c); });
+    }
+    result<std::vector<outbound_delivery>> list_outbound_deliveries(
+        const std::string& id) override {
+        return read([&](connection& c) { return postgres::outbound::list_deliveries(c, id); });
+    }
+    result<page<outbound_dead_letter>> list_outbound_dead_letters(const std::string& id,
+                                                                  const page_request& req,
+                                                                  millis now) override {
+        return read([&](connection& c) {
+            return postgres::outbound::list_dead_letters(c, id, req, now);
+        });
+    }
+    result<std::vector<outbound_state_change>> list_outbound_state_changes(
+        const std::string& id) override {
+        return read(
+            [&](connection& c) { return postgres::outbound::list_state_changes(c, id); });
     }
 
     store_stats stats() const override {
@@ -1115,15 +1179,19 @@ class postgres_store final : public store {
                 payloads.push_back(rec.extra_run_events[i].second);
                 causes.emplace_back();
             }
-            // The run, its first events (sequences 0..n-1), the delivery, the dedup pointer and
-            // the breaker bookkeeping: one statement, one round trip.
-            auto r = c.exec(
+            // The run, its first events (sequences 0..n-1) and their outbox rows, the delivery,
+            // the dedup pointer and the breaker bookkeeping: one statement, one round trip.
+            static const std::string delivered_sql =
                 "WITH r AS (INSERT INTO runs (" WB_RUN_COLS ", next_event_seq) VALUES "
                 "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id), "
                 "e AS (INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, "
                 "timestamp, causation_id) SELECT $1, t.ord - 1, t.event_id, t.type, t.payload, "
                 "$11, NULLIF(t.cause, '') FROM unnest($12::text[], $13::text[], $14::text[], "
-                "$15::text[]) WITH ORDINALITY AS t(event_id, type, payload, cause, ord)), "
+                "$15::text[]) WITH ORDINALITY AS t(event_id, type, payload, cause, ord) "
+                "RETURNING run_id, sequence, type), "
+                "o AS (" +
+                postgres::outbound::enqueue_cte("e", "$2", "$11") +
+                "), "
                 "u AS (UPDATE deliveries SET status = 'delivered', attempts = $16, "
                 "lease_until = 0, updated_at = $11, last_error = '', run_id = $1 "
                 "WHERE id = $17), "
@@ -1131,7 +1199,9 @@ class postgres_store final : public store {
                 "AND delivery_id = $17 AND run_id <> $1 AND $18), "
                 "s AS (UPDATE subscriptions SET consecutive_failures = $19, next_probe_at = $20 "
                 "WHERE id = $4 RETURNING 1) "
-                "SELECT COUNT(*) FROM s",
+                "SELECT COUNT(*) FROM s";
+            auto r = c.exec(
+                delivered_sql.c_str(),
                 {p(run.id),
                  p(run.tenant),
                  p(run.workflow_id),

@@ -363,9 +363,39 @@ TEST_F(PostgresStoreTest, MigrationsRunOnceWhenNodesStartTogether) {
     }
     std::string out;
     ASSERT_TRUE(server_->sql(fresh, "SELECT COUNT(*), MAX(version) FROM schema_migrations", &out));
-    EXPECT_EQ(out, "1|1");
+    EXPECT_EQ(out, "2|2");
     ASSERT_TRUE(opened[0]->insert_subscription(make_subscription("sub_a")));
     EXPECT_EQ(opened[3]->get_subscription("sub_a")->id, "sub_a");
+}
+
+// A database at schema version 1 (before whenNotActive and outbound webhooks) upgrades in place:
+// its subscriptions read back as `refuse`, the behaviour they had, and the column stores `hold`.
+TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
+    ASSERT_TRUE(a_->insert_subscription(make_subscription("sub_old")));
+    a_.reset();
+    b_.reset();
+    // Back to what migration 1 left.
+    ASSERT_TRUE(server_->sql(db_, "DROP TABLE outbound_dead_letters, outbound_state_changes, "
+                                  "outbound_failures, outbound_deliveries, outbound_webhooks"));
+    ASSERT_TRUE(server_->sql(db_, "ALTER TABLE subscriptions DROP COLUMN when_not_active"));
+    ASSERT_TRUE(server_->sql(db_, "DELETE FROM schema_migrations WHERE version >= 2"));
+
+    a_ = open_node();
+    ASSERT_TRUE(a_);
+    auto old = a_->get_subscription("sub_old");
+    ASSERT_TRUE(old) << old.error().message();
+    EXPECT_FALSE(old->hold_when_not_active);
+    auto held = make_subscription("sub_new", sub_state::paused);
+    held.hold_when_not_active = true;
+    ASSERT_TRUE(a_->insert_subscription(held));
+    std::string out;
+    ASSERT_TRUE(server_->sql(
+        db_, "SELECT string_agg(id || '=' || when_not_active, ',' ORDER BY id) FROM subscriptions",
+        &out));
+    EXPECT_EQ(out, "sub_new=hold,sub_old=refuse");
+    ASSERT_TRUE(server_->sql(db_, "SELECT MAX(version) FROM schema_migrations", &out));
+    EXPECT_EQ(out, "2");
+    EXPECT_TRUE(a_->list_outbound_webhooks("acme")); // the outbound tables exist again
 }
 
 TEST_F(PostgresStoreTest, TextThatIsNotUtf8FailsAloneAsInvalidArgument) {
