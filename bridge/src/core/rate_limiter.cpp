@@ -34,11 +34,12 @@ int rate_limiter::take(std::string_view key, const rate_limit& limit) {
         it = buckets_.emplace(std::string(key), bucket{burst, now, limit.rate, burst}).first;
     }
     auto& b = it->second;
-    // A changed limit (config reload) applies from now on, keeping the tokens already earned.
+    if (b.rate != limit.rate || b.burst != burst) {
+        // A changed limit (config reload) starts afresh under the new limit.
+        b = bucket{burst, now, limit.rate, burst};
+    }
     b.tokens = refilled(b.tokens, now - b.updated, limit.rate, burst);
     b.updated = std::max(b.updated, now);
-    b.rate = limit.rate;
-    b.burst = burst;
     if (b.tokens >= 1.0) {
         b.tokens -= 1.0;
         return 0;
