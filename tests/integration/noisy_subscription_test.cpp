@@ -1,8 +1,9 @@
 // Noisy-subscription isolation on the real `wopbridge serve` (upstream run starter against a
 // loopback runs host): a subscription whose workflow start always fails (500) and retries without
 // backoff does not hold back the deliveries of a quiet subscription. Measured as a bounded
-// comparison, not a timing threshold: every quiet delivery completes while the noisy subscription is
-// still retrying, and the quiet batch takes at most a small multiple of its time without the noise.
+// comparison, not a timing threshold: every quiet delivery completes while the noisy subscription
+// is still retrying, and the quiet batch takes at most a small multiple of its time without the
+// noise.
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -30,7 +31,7 @@ constexpr int quiet_batch = 40;
 constexpr int noisy_batch = 200;
 
 class NoisySubscriptionTest : public ::testing::Test {
-protected:
+  protected:
     NoisySubscriptionTest()
         : host_([this](const http_request& r) {
               http_response res;
@@ -56,7 +57,8 @@ protected:
                "runs: {upstream: {baseUrl: \""
             << host_.base_url()
             << "\", timeout: 5s}}\n"
-               "delivery: {maxInFlight: 16, breaker: {failureThreshold: 1000000, probeInterval: 1s},"
+               "delivery: {maxInFlight: 16, breaker: {failureThreshold: 1000000, probeInterval: "
+               "1s},"
                " retryPolicy: {maxAttempts: 1000, backoff: none}}\n"
                "subscriptions:\n"
                "  - {id: quiet, source: webhook, workflowId: quiet, signingSecret: \""
@@ -72,7 +74,8 @@ protected:
             c.method = "POST";
             c.url = serve_.url() + "/v1/ingest/" + sub;
             const std::string body = R"({"i":)" + std::to_string(i) + "}";
-            c.headers = standard_webhook_headers(secret, fresh_webhook_id(), std::time(nullptr), body);
+            c.headers =
+                standard_webhook_headers(secret, fresh_webhook_id(), std::time(nullptr), body);
             c.headers.emplace_back("content-type", "application/json");
             c.body = body;
             ASSERT_EQ(perform(c).status, 202) << sub << " " << i;
@@ -84,8 +87,8 @@ protected:
         const int target = quiet_started_.load() + quiet_batch;
         const auto t0 = std::chrono::steady_clock::now();
         post("quiet", quiet_batch);
-        EXPECT_TRUE(eventually([&] { return quiet_started_.load() >= target; },
-                               std::chrono::seconds(60)))
+        EXPECT_TRUE(
+            eventually([&] { return quiet_started_.load() >= target; }, std::chrono::seconds(60)))
             << quiet_started_.load() << " of " << target;
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }

@@ -43,10 +43,11 @@ long status_kib(pid_t pid, const std::string& field) {
 }
 
 class OverloadTest : public ::testing::Test {
-protected:
+  protected:
     void write_config(const std::string& extra_server, const std::string& extra_sub = "") {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\", maxBodyBytes: 1048576" << extra_server << "}\n"
+        out << "server: {listen: \"127.0.0.1:0\", maxBodyBytes: 1048576" << extra_server
+            << "}\n"
                "auth:\n"
                "  apiKeys:\n"
                "    - {key: hk_ovl, tenant: default, scopes: [webhooks:manage, runs:read]}\n"
@@ -55,7 +56,8 @@ protected:
                "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
                "subscriptions:\n"
                "  - {id: orders, source: webhook, workflowId: conformance-noop, signingSecret: \""
-            << secret << "\"" << extra_sub << "}\n"
+            << secret << "\"" << extra_sub
+            << "}\n"
                "  - {id: refunds, source: webhook, workflowId: conformance-noop, signingSecret: \""
             << secret << "\"}\n";
     }
@@ -110,7 +112,8 @@ TEST_F(OverloadTest, AFloodPastTheInFlightBoundIsAnsweredFast503sWithBoundedMemo
                 ++statuses[r.status];
                 if (r.status == 503) {
                     latency_503.push_back(r.seconds);
-                    if (!r.header("retry-after") || r.body.find("\"retryAfter\"") == std::string::npos) {
+                    if (!r.header("retry-after") ||
+                        r.body.find("\"retryAfter\"") == std::string::npos) {
                         bad.push_back(r.body);
                     }
                 } else if (r.status != 202) {
@@ -131,8 +134,8 @@ TEST_F(OverloadTest, AFloodPastTheInFlightBoundIsAnsweredFast503sWithBoundedMemo
     const double p95 = latency_503[latency_503.size() * 95 / 100];
     std::printf("[ overload ] 202=%d 503=%d; 503 latency median %.1f ms p95 %.1f ms max %.1f ms; "
                 "VmRSS before %ld KiB, VmHWM %ld KiB (bound %ld KiB)\n",
-                statuses[202], statuses[503], median * 1000, p95 * 1000,
-                latency_503.back() * 1000, rss_before, peak, peak_rss_bound_kib);
+                statuses[202], statuses[503], median * 1000, p95 * 1000, latency_503.back() * 1000,
+                rss_before, peak, peak_rss_bound_kib);
     // A 503 is written before the body is read: it does not wait behind the accepted work.
     EXPECT_LT(median, 0.25);
     EXPECT_GT(peak, 0);

@@ -1,7 +1,7 @@
 // Thousands of malformed, truncated, oversized and wrongly-encoded requests against the real
-// `wopbridge serve`: every answer is a 4xx with the closed error envelope {error, message, details?}
-// (or the connection is closed for unparseable HTTP), the server stays up, no subscription changes
-// state and no run starts.
+// `wopbridge serve`: every answer is a 4xx with the closed error envelope {error, message,
+// details?} (or the connection is closed for unparseable HTTP), the server stays up, no
+// subscription changes state and no run starts.
 #include "support/http_client.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
@@ -107,7 +107,7 @@ std::string request(const std::string& method, const std::string& target,
 }
 
 class RequestRobustnessTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         std::ofstream out(dir_.file("wopbridge.yaml"));
         out << "server: {listen: \"127.0.0.1:0\", maxBodyBytes: 65536}\n"
@@ -144,7 +144,8 @@ protected:
             }
         }
         if (!o.contains("error") || !o.at("error").is_string() || !o.contains("message") ||
-            !o.at("message").is_string() || (o.contains("details") && !o.at("details").is_object())) {
+            !o.at("message").is_string() ||
+            (o.contains("details") && !o.at("details").is_object())) {
             return "bad envelope: " + a.body;
         }
         return "";
@@ -199,21 +200,24 @@ TEST_F(RequestRobustnessTest, ThousandsOfBadRequestsGetA4xxEnvelopeAndChangeNoth
         signed_ingest = request("POST", "/v1/ingest/orders", h, good_body);
     }
     for (std::size_t cut = 1; cut < signed_ingest.size(); cut += 1) {
-        probes.push_back({signed_ingest.substr(0, cut), true, "truncated at " + std::to_string(cut)});
+        probes.push_back(
+            {signed_ingest.substr(0, cut), true, "truncated at " + std::to_string(cut)});
     }
     // Garbage inside otherwise well-formed request lines and headers.
-    for (const char* line : {"GET / HTTP/9.9", "GET /healthz HTTP/1.1 extra", "G\x01T / HTTP/1.1",
-                             "GET  HTTP/1.1", "POST /v1/ingest/orders HTTP/1.1\r\nContent-Length: -5",
-                             "POST /v1/ingest/orders HTTP/1.1\r\nContent-Length: 12abc",
-                             "POST /v1/ingest/orders HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz",
-                             "GET /healthz HTTP/1.1\r\nBad Header: x", "GET /healthz HTTP/1.1\r\n:x"}) {
+    for (const char* line :
+         {"GET / HTTP/9.9", "GET /healthz HTTP/1.1 extra", "G\x01T / HTTP/1.1", "GET  HTTP/1.1",
+          "POST /v1/ingest/orders HTTP/1.1\r\nContent-Length: -5",
+          "POST /v1/ingest/orders HTTP/1.1\r\nContent-Length: 12abc",
+          "POST /v1/ingest/orders HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz",
+          "GET /healthz HTTP/1.1\r\nBad Header: x", "GET /healthz HTTP/1.1\r\n:x"}) {
         probes.push_back({std::string(line) + "\r\n\r\n", true, line});
     }
 
     // 2. Wrong methods on every kind of path.
     for (const char* m : {"PUT", "TRACE", "OPTIONS", "CONNECT", "PROPFIND", "BREW"}) {
-        for (const char* path : {"/v1/trigger-subscriptions", "/v1/trigger-subscriptions/orders",
-                                 "/v1/runs/run_x", "/healthz", "/.well-known/openwop", "/metrics"}) {
+        for (const char* path :
+             {"/v1/trigger-subscriptions", "/v1/trigger-subscriptions/orders", "/v1/runs/run_x",
+              "/healthz", "/.well-known/openwop", "/metrics"}) {
             probes.push_back({request(m, path, {auth}, ""), false, std::string(m) + " " + path});
         }
     }
@@ -223,40 +227,56 @@ TEST_F(RequestRobustnessTest, ThousandsOfBadRequestsGetA4xxEnvelopeAndChangeNoth
 
     // 3. Bad JSON, wrong content types and invalid UTF-8 on every body-taking management route.
     const std::vector<std::string> bad_bodies = {
-        "", "{", "}", "[]", "null", "42", "\"str\"", "{\"source\":", "{\"source\":\"webhook\"",
-        "{\"source\":\"webhook\",\"workflowId\":\"\xff\xfe\"}", "{\"source\":\"\xc3\x28\"}",
+        "",
+        "{",
+        "}",
+        "[]",
+        "null",
+        "42",
+        "\"str\"",
+        "{\"source\":",
+        "{\"source\":\"webhook\"",
+        "{\"source\":\"webhook\",\"workflowId\":\"\xff\xfe\"}",
+        "{\"source\":\"\xc3\x28\"}",
         "{\"source\":\"nope\",\"workflowId\":\"conformance-noop\"}",
         "{\"source\":\"webhook\",\"workflowId\":\"not-declared\"}",
-        "{\"source\":\"webhook\",\"workflowId\":42}", "{\"state\":\"exploded\"}", "{\"state\":null}",
-        "{\"state\":\"paused\",\"state\":", std::string(60000, '['), "{\"a\":\"\\ud800\"}",
+        "{\"source\":\"webhook\",\"workflowId\":42}",
+        "{\"state\":\"exploded\"}",
+        "{\"state\":null}",
+        "{\"state\":\"paused\",\"state\":",
+        std::string(60000, '['),
+        "{\"a\":\"\\ud800\"}",
         "{\"source\":\"webhook\",\"workflowId\":\"conformance-noop\",\"bogus\":1,",
         std::string("{\"x\":\"") + std::string("\x00\x01\x02", 3) + "\"}",
     };
     const std::vector<std::string> content_types = {
-        "Content-Type: application/json", "Content-Type: text/plain",
-        "Content-Type: application/x-www-form-urlencoded", "Content-Type: multipart/form-data",
-        "Content-Type: application/json; charset=latin1", "Content-Type: \xff\xfe"};
+        "Content-Type: application/json",
+        "Content-Type: text/plain",
+        "Content-Type: application/x-www-form-urlencoded",
+        "Content-Type: multipart/form-data",
+        "Content-Type: application/json; charset=latin1",
+        "Content-Type: \xff\xfe"};
     for (const auto& body : bad_bodies) {
         for (const auto& ct : content_types) {
             probes.push_back({request("POST", "/v1/trigger-subscriptions", {auth, ct}, body), false,
                               "register " + ct});
-            probes.push_back({request("PATCH", "/v1/trigger-subscriptions/orders", {auth, ct}, body),
-                              false, "patch " + ct});
+            probes.push_back(
+                {request("PATCH", "/v1/trigger-subscriptions/orders", {auth, ct}, body), false,
+                 "patch " + ct});
             probes.push_back({request("POST", "/v1/webhooks", {auth, ct}, body), false, "webhook"});
-            probes.push_back({request("POST",
-                                      "/v1/trigger-subscriptions/orders/dead-letters/replay",
-                                      {auth, ct}, body),
-                              false, "bulk replay " + ct});
+            probes.push_back(
+                {request("POST", "/v1/trigger-subscriptions/orders/dead-letters/replay", {auth, ct},
+                         body),
+                 false, "bulk replay " + ct});
         }
     }
     // A well-formed registration body under a non-JSON content type is refused too.
     for (const std::string ct :
          {"Content-Type: text/plain", "Content-Type: application/x-www-form-urlencoded",
           "Content-Type: multipart/form-data", "Content-Type: \xff\xfe"}) {
-        probes.push_back(
-            {request("POST", "/v1/trigger-subscriptions", {auth, ct},
-                     R"({"source":"webhook","workflowId":"conformance-noop"})"),
-             false, "valid body as " + ct});
+        probes.push_back({request("POST", "/v1/trigger-subscriptions", {auth, ct},
+                                  R"({"source":"webhook","workflowId":"conformance-noop"})"),
+                          false, "valid body as " + ct});
         probes.push_back({request("PATCH", "/v1/trigger-subscriptions/orders", {auth, ct},
                                   R"({"state":"paused"})"),
                           false, "pause as " + ct});
@@ -280,12 +300,12 @@ TEST_F(RequestRobustnessTest, ThousandsOfBadRequestsGetA4xxEnvelopeAndChangeNoth
         probes.push_back({request("POST", "/v1/ingest/orders", {"Content-Type: application/json"},
                                   std::string(n, 'b')),
                           false, "oversized ingest"});
-        probes.push_back({request("POST", "/v1/trigger-subscriptions", {auth},
-                                  std::string(n, ' ')),
+        probes.push_back({request("POST", "/v1/trigger-subscriptions", {auth}, std::string(n, ' ')),
                           false, "oversized management"});
     }
-    probes.push_back({"POST /v1/ingest/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n",
-                      false, "declared oversized"});
+    probes.push_back(
+        {"POST /v1/ingest/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n", false,
+         "declared oversized"});
 
     // 5. Bad signatures: missing, malformed, stale, for another body, wrong secret.
     const std::int64_t now = std::time(nullptr);
@@ -296,16 +316,18 @@ TEST_F(RequestRobustnessTest, ThousandsOfBadRequestsGetA4xxEnvelopeAndChangeNoth
         variants.push_back({});
         variants.push_back({"webhook-id: " + id, "webhook-timestamp: " + std::to_string(now),
                             "webhook-signature: v1,AAAA"});
-        variants.push_back({"webhook-id: " + id, "webhook-timestamp: yesterday",
-                            "webhook-signature: v1,@@@"});
-        variants.push_back({"webhook-id: " + id, "webhook-timestamp: " + std::to_string(now - 86400),
-                            "webhook-signature: " +
-                                sign_standard_webhook(secret, id, now - 86400, body)});
-        variants.push_back({"webhook-id: " + id, "webhook-timestamp: " + std::to_string(now),
-                            "webhook-signature: " + sign_standard_webhook(secret, id, now, "other")});
-        variants.push_back({"webhook-id: " + id, "webhook-timestamp: " + std::to_string(now),
-                            "webhook-signature: " +
-                                sign_standard_webhook("whsec_c2VjcmV0c2VjcmV0c2VjcmV0", id, now, body)});
+        variants.push_back(
+            {"webhook-id: " + id, "webhook-timestamp: yesterday", "webhook-signature: v1,@@@"});
+        variants.push_back(
+            {"webhook-id: " + id, "webhook-timestamp: " + std::to_string(now - 86400),
+             "webhook-signature: " + sign_standard_webhook(secret, id, now - 86400, body)});
+        variants.push_back(
+            {"webhook-id: " + id, "webhook-timestamp: " + std::to_string(now),
+             "webhook-signature: " + sign_standard_webhook(secret, id, now, "other")});
+        variants.push_back(
+            {"webhook-id: " + id, "webhook-timestamp: " + std::to_string(now),
+             "webhook-signature: " +
+                 sign_standard_webhook("whsec_c2VjcmV0c2VjcmV0c2VjcmV0", id, now, body)});
         const auto& v = variants[static_cast<std::size_t>(i) % variants.size()];
         std::vector<std::string> h = v;
         h.push_back(i % 2 ? "Content-Type: application/json" : "Content-Type: text/xml");
@@ -323,28 +345,30 @@ TEST_F(RequestRobustnessTest, ThousandsOfBadRequestsGetA4xxEnvelopeAndChangeNoth
             probes.push_back({request("GET", path, {auth}, ""), false, "bad id " + path});
         }
         probes.push_back({request("POST", "/v1/ingest/" + i, {}, "{}"), false, "ingest bad id"});
-        probes.push_back({request("DELETE", "/v1/webhooks/" + i, {auth}, ""), false, "del webhook"});
+        probes.push_back(
+            {request("DELETE", "/v1/webhooks/" + i, {auth}, ""), false, "del webhook"});
     }
-    probes.push_back({request("GET", "/v1/trigger-subscriptions/" + std::string(5000, 'i'), {auth}, ""),
-                      false, "long id"});
+    probes.push_back(
+        {request("GET", "/v1/trigger-subscriptions/" + std::string(5000, 'i'), {auth}, ""), false,
+         "long id"});
     for (const char* q : {"limit=-1", "limit=0", "limit=abc", "limit=99999999999999999999",
                           "cursor=%%%", "cursor=not-a-cursor", "limit=1&limit=2&cursor=\xff"}) {
-        probes.push_back({request("GET",
-                                  std::string("/v1/trigger-subscriptions/orders/dead-letters?") + q,
-                                  {auth}, ""),
-                          false, std::string("query ") + q});
-        probes.push_back({request("GET",
-                                  std::string("/v1/trigger-subscriptions/orders/deliveries?") + q,
-                                  {auth}, ""),
-                          false, std::string("query ") + q});
+        probes.push_back(
+            {request("GET", std::string("/v1/trigger-subscriptions/orders/dead-letters?") + q,
+                     {auth}, ""),
+             false, std::string("query ") + q});
+        probes.push_back(
+            {request("GET", std::string("/v1/trigger-subscriptions/orders/deliveries?") + q, {auth},
+                     ""),
+             false, std::string("query ") + q});
     }
-    for (const char* a : {"Authorization: Bearer", "Authorization: Bearer wrong", "Authorization: Basic eDp5",
-                          "Authorization: bearer  hk_rob x", "Authorization: \xff\xfe",
-                          "Authorization: Bearer hk_rob\x01"}) {
+    for (const char* a : {"Authorization: Bearer", "Authorization: Bearer wrong",
+                          "Authorization: Basic eDp5", "Authorization: bearer  hk_rob x",
+                          "Authorization: \xff\xfe", "Authorization: Bearer hk_rob\x01"}) {
         probes.push_back({request("GET", "/v1/trigger-subscriptions", {a}, ""), false, a});
-        probes.push_back({request("PATCH", "/v1/trigger-subscriptions/orders", {a},
-                                  R"({"state":"paused"})"),
-                          false, a});
+        probes.push_back(
+            {request("PATCH", "/v1/trigger-subscriptions/orders", {a}, R"({"state":"paused"})"),
+             false, a});
     }
 
     const auto started = std::chrono::steady_clock::now();
@@ -382,7 +406,8 @@ TEST_F(RequestRobustnessTest, ThousandsOfBadRequestsGetA4xxEnvelopeAndChangeNoth
     auto record_of = [](const std::string& reply) {
         return boost::json::serialize(boost::json::parse(reply.substr(4)).at("subscription"));
     };
-    EXPECT_EQ(record_of(get(serve.url(), "/v1/trigger-subscriptions/orders")), record_of(sub_before));
+    EXPECT_EQ(record_of(get(serve.url(), "/v1/trigger-subscriptions/orders")),
+              record_of(sub_before));
     auto list = get(serve.url(), "/v1/trigger-subscriptions");
     auto subs = boost::json::parse(list.substr(4)).as_object();
     EXPECT_EQ(subs.at("subscriptions").as_array().size(), 1u) << list;

@@ -1,9 +1,9 @@
-// Canary secrets and bodies through the real `wopbridge serve`: configured signing secrets, API keys,
-// a connector (Slack) signing secret, a registered subscription's secret and an outbound webhook
-// secret never appear in any output (log file at trace level, every REST read, error bodies,
-// /metrics, discovery, the database files); request bodies never appear in the log, the audit records
-// (deliveries and dead-letter pages), /metrics or error bodies. The TriggerEvent given to the run
-// legitimately carries the body, so run reads are searched for secrets only.
+// Canary secrets and bodies through the real `wopbridge serve`: configured signing secrets, API
+// keys, a connector (Slack) signing secret, a registered subscription's secret and an outbound
+// webhook secret never appear in any output (log file at trace level, every REST read, error
+// bodies, /metrics, discovery, the database files); request bodies never appear in the log, the
+// audit records (deliveries and dead-letter pages), /metrics or error bodies. The TriggerEvent
+// given to the run legitimately carries the body, so run reads are searched for secrets only.
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/serve_process.hpp"
@@ -12,7 +12,6 @@
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
-
 
 #include <algorithm>
 #include <chrono>
@@ -35,7 +34,7 @@ constexpr const char* outbound_secret = "whsec_Q0FOQVJZT1VUQk9VTkRTRUNSRVQwMTIzN
 constexpr const char* body_canary = "CANARYBODY";
 
 class SecretCanaryTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         std::ofstream out(dir_.file("wopbridge.yaml"));
         out << "server: {listen: \"127.0.0.1:0\"}\n"
@@ -60,8 +59,8 @@ protected:
                "  - {id: chat, connector: chat, workflowId: conformance-noop}\n";
     }
 
-    http_reply call(const std::string& method, const std::string& path, const std::string& body = "",
-                    const std::string& key = api_key) {
+    http_reply call(const std::string& method, const std::string& path,
+                    const std::string& body = "", const std::string& key = api_key) {
         http_call c;
         c.method = method;
         c.url = serve_.url() + path;
@@ -130,8 +129,9 @@ TEST_F(SecretCanaryTest, SecretsAndBodiesAppearInNoOutput) {
     const std::string minted(reg_json.at("binding").at("signingSecret").as_string());
     const std::string minted_sub(reg_json.at("subscription").at("subscriptionId").as_string());
     reads_.pop_back(); // the one answer that carries the minted secret, by contract
-    EXPECT_EQ(ingest(minted_sub, std::string(R"({"n":")") + body_canary + "-minted\"}", minted).status,
-              202);
+    EXPECT_EQ(
+        ingest(minted_sub, std::string(R"({"n":")") + body_canary + "-minted\"}", minted).status,
+        202);
     auto hook = call("POST", "/v1/webhooks",
                      std::string(R"({"url":"http://127.0.0.1:9/hook?token=CANARYURLTOKEN",)") +
                          R"("events":["run.completed"],"secret":")" + outbound_secret + "\"}");
@@ -146,7 +146,8 @@ TEST_F(SecretCanaryTest, SecretsAndBodiesAppearInNoOutput) {
         c.url = serve_.url() + "/v1/ingest/chat";
         c.headers = {{"content-type", "application/json"},
                      {"x-slack-request-timestamp", std::to_string(std::time(nullptr))},
-                     {"x-slack-signature", "v0=0000000000000000000000000000000000000000000000000000000000000000"}};
+                     {"x-slack-signature",
+                      "v0=0000000000000000000000000000000000000000000000000000000000000000"}};
         c.body = std::string(R"({"type":"event_callback","event":{"type":"message","text":")") +
                  body_canary + R"(-slack"}})";
         auto r = perform(c);
@@ -191,10 +192,16 @@ TEST_F(SecretCanaryTest, SecretsAndBodiesAppearInNoOutput) {
     ASSERT_FALSE(database.empty());
 
     // --- the search ---------------------------------------------------------------------------
-    const std::vector<std::string> secrets = {
-        "CANARYAPIKEY", "CANARYWRONGKEY", "CANARYSIGNINGSECRET", "Q0FOQVJZU0lHTklOR1NFQ1JF",
-        slack_secret, "CANARYOUTBOUNDSECRET",
-        "Q0FOQVJZT1VUQk9VTkRTRUNSRV", "CANARYURLTOKEN", minted, minted.substr(6)};
+    const std::vector<std::string> secrets = {"CANARYAPIKEY",
+                                              "CANARYWRONGKEY",
+                                              "CANARYSIGNINGSECRET",
+                                              "Q0FOQVJZU0lHTklOR1NFQ1JF",
+                                              slack_secret,
+                                              "CANARYOUTBOUNDSECRET",
+                                              "Q0FOQVJZT1VUQk9VTkRTRUNSRV",
+                                              "CANARYURLTOKEN",
+                                              minted,
+                                              minted.substr(6)};
     auto search = [](const std::string& where, const std::string& text,
                      const std::vector<std::string>& needles) {
         for (const auto& n : needles) {

@@ -1,7 +1,7 @@
 // Scopes and tenants over every route of the real `wopbridge serve`, table-driven from the router's
 // own route table (a new route is covered without editing this test): each authenticated route
-// refuses a key without its scope with 403 and the envelope, and another tenant's objects answer 404
-// (and are left untouched).
+// refuses a key without its scope with 403 and the envelope, and another tenant's objects answer
+// 404 (and are left untouched).
 #include "http/router.hpp"
 
 #include "support/http_client.hpp"
@@ -37,14 +37,16 @@ const std::map<std::string, std::vector<std::string>> scoped_keys = {
 };
 
 class SecurityMatrixTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         std::ofstream out(dir_.file("wopbridge.yaml"));
         out << "server: {listen: \"127.0.0.1:0\"}\n"
                "auth:\n"
                "  apiKeys:\n"
-               "    - {key: hk_acme, tenant: acme, scopes: [webhooks:manage, runs:read, runs:create]}\n"
-               "    - {key: hk_globex, tenant: globex, scopes: [webhooks:manage, runs:read, runs:create]}\n";
+               "    - {key: hk_acme, tenant: acme, scopes: [webhooks:manage, runs:read, "
+               "runs:create]}\n"
+               "    - {key: hk_globex, tenant: globex, scopes: [webhooks:manage, runs:read, "
+               "runs:create]}\n";
         for (const auto& [k, scopes] : scoped_keys) {
             out << "    - {key: " << k << ", tenant: acme, scopes: [";
             for (std::size_t i = 0; i < scopes.size(); ++i) {
@@ -101,8 +103,9 @@ protected:
         http_call c;
         c.method = "POST";
         c.url = serve_.url() + "/v1/ingest/orders";
-        c.headers = standard_webhook_headers(
-            good_signature ? secret : "whsec_c2VjcmV0c2VjcmV0c2VjcmV0", id, std::time(nullptr), body);
+        c.headers =
+            standard_webhook_headers(good_signature ? secret : "whsec_c2VjcmV0c2VjcmV0c2VjcmV0", id,
+                                     std::time(nullptr), body);
         c.headers.emplace_back("content-type", "application/json");
         c.body = body;
         return perform(c);
@@ -136,14 +139,17 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
     const std::string webhook_id(json::parse(hook.body).at("webhookId").as_string());
 
     const std::map<std::string, std::string> ids = {
-        {"subscriptionId", "orders"}, {"runId", run_id},         {"attemptEventId", attempt_id},
-        {"jobId", job_id},            {"webhookId", webhook_id}, {"connectorPath", "x"}};
+        {"subscriptionId", "orders"},   {"runId", run_id},
+        {"attemptEventId", attempt_id}, {"jobId", job_id},
+        {"webhookId", webhook_id},      {"connectorPath", "x"}};
     // Bodies that would succeed for the owner, so a 404 can only come from the tenant check.
     const std::map<http::route_id, std::string> bodies = {
-        {http::route_id::subscription_create, R"({"source":"webhook","workflowId":"conformance-noop"})"},
+        {http::route_id::subscription_create,
+         R"({"source":"webhook","workflowId":"conformance-noop"})"},
         {http::route_id::subscription_patch, R"({"state":"paused"})"},
         {http::route_id::dead_letters_replay, R"({"all":true})"},
-        {http::route_id::webhook_create, R"({"url":"http://127.0.0.1:9/h","events":["run.completed"]})"},
+        {http::route_id::webhook_create,
+         R"({"url":"http://127.0.0.1:9/h","events":["run.completed"]})"},
         {http::route_id::seam_deliver, R"({"scenario":"deliver","dedupKey":"k1"})"},
     };
 
@@ -207,13 +213,12 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
     EXPECT_GE(tenant_checks, 14);
     // The unauthenticated routes are exactly discovery, health, metrics and ingest (the signature
     // or the connector authenticates ingest).
-    EXPECT_EQ(public_routes,
-              (std::set<std::string>{"GET /.well-known/openwop", "GET /v1/openapi.json",
-                                     "GET /healthz", "GET /readyz", "GET /metrics",
-                                     "POST /v1/ingest/{subscriptionId}",
-                                     "GET /v1/ingest/{subscriptionId}",
-                                     "POST /v1/ingest/{subscriptionId}/{connectorPath}",
-                                     "GET /v1/ingest/{subscriptionId}/{connectorPath}"}));
+    EXPECT_EQ(public_routes, (std::set<std::string>{
+                                 "GET /.well-known/openwop", "GET /v1/openapi.json", "GET /healthz",
+                                 "GET /readyz", "GET /metrics", "POST /v1/ingest/{subscriptionId}",
+                                 "GET /v1/ingest/{subscriptionId}",
+                                 "POST /v1/ingest/{subscriptionId}/{connectorPath}",
+                                 "GET /v1/ingest/{subscriptionId}/{connectorPath}"}));
 
     // The foreign DELETE/PATCH probes changed nothing.
     auto sub = call("GET", "/v1/trigger-subscriptions/orders", "hk_acme");

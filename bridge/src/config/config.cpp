@@ -517,7 +517,8 @@ void read_rate_limit(reader& r, const YAML::Node& n, const std::string& path, ra
         used = 0;
     }
     if (used == 0 || used != text.size() || !(v > 0) || v > 1e9) {
-        r.error(rate.Mark(), path + ".rate: expected a number of requests per second above 0, got '" +
+        r.error(rate.Mark(), path +
+                                 ".rate: expected a number of requests per second above 0, got '" +
                                  text + "'");
         return;
     }
@@ -534,8 +535,9 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_map(n, path)) {
         return;
     }
-    r.check_keys(n, path, {"listen", "publicUrl", "maxBodyBytes", "threads", "tls", "maxConnections",
-                           "maxInFlightRequests", "rateLimits"});
+    r.check_keys(n, path,
+                 {"listen", "publicUrl", "maxBodyBytes", "threads", "tls", "maxConnections",
+                  "maxInFlightRequests", "rateLimits"});
     auto& s = c.server;
     std::string listen;
     if (r.str(n, "listen", path, listen)) {
@@ -834,9 +836,10 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
         if (!r.expect_map(s, path)) {
             continue;
         }
-        r.check_keys(s, path, {"id", "tenant", "source", "connector", "workflowId", "schedule",
-                               "verification", "signingSecret", "retryPolicy", "dedup", "settings",
-                               "whenNotActive", "rateLimit"});
+        r.check_keys(s, path,
+                     {"id", "tenant", "source", "connector", "workflowId", "schedule",
+                      "verification", "signingSecret", "retryPolicy", "dedup", "settings",
+                      "whenNotActive", "rateLimit"});
         subscription_config sc;
         sc.line = s.Mark().line + 1;
         sc.column = s.Mark().column + 1;

@@ -49,10 +49,10 @@ struct server_config {
     std::size_t max_body_bytes = 1024 * 1024;
     int threads = 2;
     std::optional<tls_config> tls;
-    int max_connections = 10000;        // maxConnections
-    int max_in_flight_requests = 1024;  // maxInFlightRequests: 503 + Retry-After past it
-    rate_limit per_subscription;        // rateLimits.perSubscription (ingest; 429 past it)
-    rate_limit per_source_address;      // rateLimits.perSourceAddress (ingest; 429 past it)
+    int max_connections = 10000;       // maxConnections
+    int max_in_flight_requests = 1024; // maxInFlightRequests: 503 + Retry-After past it
+    rate_limit per_subscription;       // rateLimits.perSubscription (ingest; 429 past it)
+    rate_limit per_source_address;     // rateLimits.perSourceAddress (ingest; 429 past it)
 };
 
 struct api_key_config {
@@ -109,7 +109,8 @@ struct subscription_config {
     int line = 0;                      // where it was declared
     int column = 0;
     bool hold_when_not_active = false; // whenNotActive: refuse (default) | hold
-    std::optional<rate_limit> rate_limit_override; // rateLimit: replaces server.rateLimits.perSubscription
+    // rateLimit: replaces server.rateLimits.perSubscription for this subscription.
+    std::optional<rate_limit> rate_limit_override;
 };
 
 struct logging_config {

@@ -8,10 +8,13 @@ namespace wopbridge {
 
 namespace {
 
-double burst_of(const rate_limit& l) { return l.burst > 0 ? l.burst : std::max(1.0, l.rate); }
+double burst_of(const rate_limit& l) {
+    return l.burst > 0 ? l.burst : std::max(1.0, l.rate);
+}
 
 double refilled(double tokens, millis since, double rate, double burst) {
-    return std::min(burst, tokens + static_cast<double>(std::max<millis>(0, since)) * rate / 1000.0);
+    return std::min(burst,
+                    tokens + static_cast<double>(std::max<millis>(0, since)) * rate / 1000.0);
 }
 
 } // namespace

@@ -24,7 +24,7 @@ struct rate_limit {
 };
 
 class rate_limiter {
-public:
+  public:
     explicit rate_limiter(clock_source& clock, std::size_t max_keys = 100000);
 
     // Takes one token from `key`'s bucket under `limit`. Returns 0 when admitted, otherwise the
@@ -33,7 +33,7 @@ public:
 
     std::size_t size() const;
 
-private:
+  private:
     struct bucket {
         double tokens = 0;
         millis updated = 0;

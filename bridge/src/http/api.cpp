@@ -55,7 +55,7 @@ http_response too_many(std::string_view which, int retry_after) {
 }
 
 // Management bodies are JSON. A request that says it sends something else is refused rather than
-// parsed as JSON anyway (a form post must not register a subscription); no content-type is accepted.
+// parsed as JSON anyway (a form post must not register a subscription); none declared is fine.
 bool declares_non_json(const http_request& req) {
     auto ct = req.header("content-type");
     if (!ct || req.body.empty()) {
@@ -70,9 +70,9 @@ bool declares_non_json(const http_request& req) {
     }
     std::transform(media.begin(), media.end(), media.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const bool is_json = media == "application/json" ||
-                      (media.rfind("application/", 0) == 0 && media.size() > 5 &&
-                       media.compare(media.size() - 5, 5, "+json") == 0);
+    const bool is_json =
+        media == "application/json" || (media.rfind("application/", 0) == 0 && media.size() > 5 &&
+                                        media.compare(media.size() - 5, 5, "+json") == 0);
     return !is_json;
 }
 

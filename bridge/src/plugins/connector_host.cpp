@@ -389,10 +389,10 @@ struct connector_host::impl {
         host_log(*p->inst, "warn",
                  "no response within " + std::to_string(options.respond_timeout_ms) +
                      " ms; the host answered 503");
-        deliver(*p,
-                ingest_reply{503,
-                             {{"content-type", "application/json"}, {"retry-after", "1"}},
-                             error_body("service_unavailable", "the connector did not answer in time")});
+        deliver(*p, ingest_reply{
+                        503,
+                        {{"content-type", "application/json"}, {"retry-after", "1"}},
+                        error_body("service_unavailable", "the connector did not answer in time")});
     }
 
     // Answers every request of `inst` still open (used when it stops).
@@ -410,9 +410,10 @@ struct connector_host::impl {
             }
         }
         for (auto& p : left) {
-            deliver(p, ingest_reply{503,
-                                    {{"content-type", "application/json"}, {"retry-after", "1"}},
-                                    error_body("service_unavailable", "the connector is stopping")});
+            deliver(p,
+                    ingest_reply{503,
+                                 {{"content-type", "application/json"}, {"retry-after", "1"}},
+                                 error_body("service_unavailable", "the connector is stopping")});
         }
     }
 
@@ -635,10 +636,10 @@ struct connector_host::impl {
             host_log(inst, "error",
                      std::string("invalid response (") + std::string(why) +
                          "); the host answered 500");
-            deliver(*p,
-                    ingest_reply{500,
-                                 {{"content-type", "application/json"}},
-                                 error_body("internal_error", "the connector gave an invalid response")});
+            deliver(*p, ingest_reply{500,
+                                     {{"content-type", "application/json"}},
+                                     error_body("internal_error",
+                                                "the connector gave an invalid response")});
             return WB_ERR_INVALID;
         };
         if (resp == nullptr || resp->struct_size < sizeof(wb_http_response)) {
@@ -1133,8 +1134,9 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
         // Checked under mu so stop_instance's idle wait sees this call.
         std::lock_guard lk(inst->mu);
         if (inst->active_calls >= std::max(1, impl_->options.max_calls_per_instance)) {
-            inst->queued_calls.push_back(
-                [im = impl_.get(), inst, sub_id = sub.id, req, id] { im->call(*inst, sub_id, req, id); });
+            inst->queued_calls.push_back([im = impl_.get(), inst, sub_id = sub.id, req, id] {
+                im->call(*inst, sub_id, req, id);
+            });
             return; // the thread that frees a slot runs it
         }
         ++inst->active_calls;
@@ -1195,7 +1197,8 @@ void connector_host::impl::call(instance& inst, const std::string& sub_id,
     inst.requests++;
     bool threw = false;
     try {
-        inst.module.descriptor->on_http_request(inst.conn, reinterpret_cast<wb_request_ctx*>(id), &r);
+        inst.module.descriptor->on_http_request(inst.conn, reinterpret_cast<wb_request_ctx*>(id),
+                                                &r);
     } catch (...) {
         threw = true;
     }

@@ -11,7 +11,7 @@ namespace wopbridge {
 namespace {
 
 class RateLimiterTest : public ::testing::Test {
-protected:
+  protected:
     testing::fake_clock clock_;
 };
 

@@ -1,5 +1,6 @@
 // Management bodies must be JSON: a body declared as another media type is refused 415 with the
-// envelope before any handler parses it; JSON (+json, parameters, any case) and no declaration pass.
+// envelope before any handler parses it; JSON (+json, parameters, any case) and no declaration
+// pass.
 #include "http/api.hpp"
 #include "http_fakes.hpp"
 
@@ -15,7 +16,7 @@ using testing::manual_scheduler;
 using testing::recording_sink;
 
 class HttpMediaTypeTest : public ::testing::Test {
-protected:
+  protected:
     HttpMediaTypeTest() {
         api_options opts;
         opts.keys = {{"k", "acme", {"webhooks:manage", "runs:read", "runs:create"}}};

@@ -18,7 +18,7 @@ using testing::manual_scheduler;
 using testing::recording_sink;
 
 class HttpRateLimitTest : public ::testing::Test {
-protected:
+  protected:
     HttpRateLimitTest() {
         subscription s = bridge_.subs["sub_1"];
         s.id = "sub_2";

@@ -138,7 +138,8 @@ TEST_F(ConnectorHostBlockingTest, ABlockingConnectorIsCutOffAtItsDeadlineWithout
     host_->handle(sub("b1", "blocker"), request("/v1/ingest/b1?block9"), refused.to());
     ASSERT_TRUE(refused.wait(1));
     EXPECT_EQ(refused.all()[0].status, 503);
-    EXPECT_EQ(boost::json::parse(refused.all()[0].body).at("error").as_string(), "service_unavailable");
+    EXPECT_EQ(boost::json::parse(refused.all()[0].body).at("error").as_string(),
+              "service_unavailable");
 
     // The other connector answers meanwhile, on this thread.
     replies echo;
@@ -190,7 +191,8 @@ TEST_F(ConnectorHostBlockingTest, QueuedRequestsRunWhenASlotFrees) {
     }
     ASSERT_TRUE(wait_entered(2));
     host_->handle(sub("b1", "blocker"), request("/v1/ingest/b1?queued"), got.to());
-    std::ofstream(release_file()) << "go"; // before the deadline: everything is answered by the module
+    std::ofstream(release_file())
+        << "go"; // before the deadline: everything is answered by the module
     ASSERT_TRUE(got.wait(3));
     for (auto& t : workers) {
         t.join();
