@@ -198,6 +198,8 @@ int run_serve(const std::vector<std::string>& args) {
     so_http.host = cfg.server.listen_host;
     so_http.port = cfg.server.listen_port;
     so_http.threads = cfg.server.threads;
+    so_http.max_connections = cfg.server.max_connections;
+    so_http.max_in_flight_requests = cfg.server.max_in_flight_requests;
     if (cfg.server.tls) {
         so_http.tls = http::tls_options{cfg.server.tls->cert_file, cfg.server.tls->key_file};
     }
@@ -208,6 +210,10 @@ int run_serve(const std::vector<std::string>& args) {
     }
     ao.max_body_bytes = cfg.server.max_body_bytes;
     ao.ingest_max_body_bytes = cfg.server.max_body_bytes;
+    ao.clock = &clock;
+    ao.per_subscription = cfg.server.per_subscription;
+    ao.per_source_address = cfg.server.per_source_address;
+    ao.subscription_rate_limits = subscription_rate_limits(cfg);
     auto port = http::make_bridge_port(*b);
     http::http_api api(ao, *port, host.get(), srv.scheduler());
     if (auto r = srv.start(api); !r) {
@@ -256,6 +262,7 @@ int run_serve(const std::vector<std::string>& args) {
                 continue;
             }
             auto r = apply_subscriptions(*again.value, *b, host.get(), connector_of);
+            api.set_subscription_rate_limits(subscription_rate_limits(*again.value));
             log_line(r ? "info" : "warn", r ? "wopbridge.reloaded" : "wopbridge.reload_failed",
                      {{"subscriptions", again.value->subscriptions.size()}});
             continue;

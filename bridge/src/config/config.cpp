@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -496,12 +497,47 @@ void read_retry(reader& r, const YAML::Node& n, const std::string& path, retry_p
     r.boolean(n, "jitter", path, out.jitter);
 }
 
+// {rate, burst}: rate in requests per second (may be fractional), burst a whole number >= 1.
+void read_rate_limit(reader& r, const YAML::Node& n, const std::string& path, rate_limit& out) {
+    if (!r.expect_map(n, path)) {
+        return;
+    }
+    r.check_keys(n, path, {"rate", "burst"});
+    YAML::Node rate = n["rate"];
+    if (!reader::present(rate)) {
+        r.error(n.Mark(), path + ".rate: required");
+        return;
+    }
+    double v = -1;
+    std::size_t used = 0;
+    const std::string text = rate.IsScalar() ? rate.Scalar() : std::string();
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size() || !(v > 0) || v > 1e9) {
+        r.error(rate.Mark(), path +
+                                 ".rate: expected a number of requests per second above 0, got '" +
+                                 text + "'");
+        return;
+    }
+    out.rate = v;
+    out.burst = std::max(1.0, std::ceil(v));
+    long long burst = 0;
+    if (r.integer(n, "burst", path, burst, 1, 1000000000)) {
+        out.burst = static_cast<double>(burst);
+    }
+}
+
 void read_server(reader& r, const YAML::Node& n, config& c) {
     const std::string path = "server";
     if (!r.expect_map(n, path)) {
         return;
     }
-    r.check_keys(n, path, {"listen", "publicUrl", "maxBodyBytes", "threads", "tls"});
+    r.check_keys(n, path,
+                 {"listen", "publicUrl", "maxBodyBytes", "threads", "tls", "maxConnections",
+                  "maxInFlightRequests", "rateLimits"});
     auto& s = c.server;
     std::string listen;
     if (r.str(n, "listen", path, listen)) {
@@ -526,6 +562,20 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
     }
     r.integer_into(n, "maxBodyBytes", path, s.max_body_bytes, 1, 1LL << 32);
     r.integer_into(n, "threads", path, s.threads, 1, 256);
+    r.integer_into(n, "maxConnections", path, s.max_connections, 1, 1000000);
+    r.integer_into(n, "maxInFlightRequests", path, s.max_in_flight_requests, 1, 1000000);
+    YAML::Node limits = n["rateLimits"];
+    if (reader::present(limits) && r.expect_map(limits, "server.rateLimits")) {
+        r.check_keys(limits, "server.rateLimits", {"perSubscription", "perSourceAddress"});
+        if (reader::present(limits["perSubscription"])) {
+            read_rate_limit(r, limits["perSubscription"], "server.rateLimits.perSubscription",
+                            s.per_subscription);
+        }
+        if (reader::present(limits["perSourceAddress"])) {
+            read_rate_limit(r, limits["perSourceAddress"], "server.rateLimits.perSourceAddress",
+                            s.per_source_address);
+        }
+    }
     YAML::Node tls = n["tls"];
     if (reader::present(tls) && r.expect_map(tls, "server.tls")) {
         r.check_keys(tls, "server.tls", {"certFile", "keyFile"});
@@ -786,9 +836,10 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
         if (!r.expect_map(s, path)) {
             continue;
         }
-        r.check_keys(s, path, {"id", "tenant", "source", "connector", "workflowId", "schedule",
-                               "verification", "signingSecret", "retryPolicy", "dedup", "settings",
-                               "whenNotActive"});
+        r.check_keys(s, path,
+                     {"id", "tenant", "source", "connector", "workflowId", "schedule",
+                      "verification", "signingSecret", "retryPolicy", "dedup", "settings",
+                      "whenNotActive", "rateLimit"});
         subscription_config sc;
         sc.line = s.Mark().line + 1;
         sc.column = s.Mark().column + 1;
@@ -868,6 +919,14 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
         if (reader::present(s["whenNotActive"])) {
             if (auto m = r.choice(s, "whenNotActive", path, {"refuse", "hold"})) {
                 sc.hold_when_not_active = *m == 1;
+            }
+        }
+        if (reader::present(s["rateLimit"])) {
+            rate_limit rl;
+            std::size_t before = r.errors.size();
+            read_rate_limit(r, s["rateLimit"], path + ".rateLimit", rl);
+            if (r.errors.size() == before) {
+                sc.rate_limit_override = rl;
             }
         }
         sc.settings_json = r.settings_json(s, "settings", path);
@@ -979,6 +1038,16 @@ config_load_result load_config(const std::string& path, const env_lookup& env) {
     ss << in.rdbuf();
     fs::path dir = fs::absolute(fs::path(path)).parent_path();
     return parse_config(ss.str(), path, dir, env);
+}
+
+std::map<std::string, rate_limit> subscription_rate_limits(const config& c) {
+    std::map<std::string, rate_limit> out;
+    for (const auto& s : c.subscriptions) {
+        if (s.rate_limit_override) {
+            out[s.id] = *s.rate_limit_override;
+        }
+    }
+    return out;
 }
 
 bridge_settings make_bridge_settings(const config& c) {

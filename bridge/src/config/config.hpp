@@ -13,6 +13,7 @@
 #include "app/bridge.hpp"
 #include "contract/types.hpp"
 #include "core/clock.hpp"
+#include "core/rate_limiter.hpp"
 #include "runs/run_starter.hpp"
 
 #include <cstdint>
@@ -48,6 +49,10 @@ struct server_config {
     std::size_t max_body_bytes = 1024 * 1024;
     int threads = 2;
     std::optional<tls_config> tls;
+    int max_connections = 10000;       // maxConnections
+    int max_in_flight_requests = 1024; // maxInFlightRequests: 503 + Retry-After past it
+    rate_limit per_subscription;       // rateLimits.perSubscription (ingest; 429 past it)
+    rate_limit per_source_address;     // rateLimits.perSourceAddress (ingest; 429 past it)
 };
 
 struct api_key_config {
@@ -104,6 +109,8 @@ struct subscription_config {
     int line = 0;                      // where it was declared
     int column = 0;
     bool hold_when_not_active = false; // whenNotActive: refuse (default) | hold
+    // rateLimit: replaces server.rateLimits.perSubscription for this subscription.
+    std::optional<rate_limit> rate_limit_override;
 };
 
 struct logging_config {
@@ -156,6 +163,8 @@ bridge_settings make_bridge_settings(const config& c);
 // id, for bridge::apply_config_subscriptions.
 std::vector<subscription> make_subscriptions(const config& c,
                                              std::map<std::string, std::string>& secrets);
+// subscriptions[].rateLimit, keyed by subscription id (for http::api_options).
+std::map<std::string, rate_limit> subscription_rate_limits(const config& c);
 // The run starter's working directory (= the config file's directory).
 std::string run_working_directory(const config& c);
 // The run starter the config asks for: local (workflows, run_working_directory) or upstream.

@@ -33,7 +33,78 @@ bool parse_int(std::string_view text, long long& out, bool allow_negative) {
 
 http_api::http_api(api_options opts, bridge_port& bridge, ingest_router* router,
                    task_scheduler& tasks)
-    : opts_(std::move(opts)), bridge_(bridge), router_(router), tasks_(tasks), auth_(opts_.keys) {}
+    : opts_(std::move(opts)),
+      address_limiter_(opts_.clock ? *opts_.clock : system_clock_),
+      subscription_limiter_(opts_.clock ? *opts_.clock : system_clock_),
+      bridge_(bridge),
+      router_(router),
+      tasks_(tasks),
+      auth_(opts_.keys) {}
+
+void http_api::set_subscription_rate_limits(std::map<std::string, rate_limit> limits) {
+    std::lock_guard lock(limits_mu_);
+    opts_.subscription_rate_limits = std::move(limits);
+}
+
+namespace {
+
+http_response too_many(std::string_view which, int retry_after) {
+    json::object details;
+    details["limit"] = which;
+    return error_response(429, "rate_limited", "too many requests; retry later", std::move(details),
+                          retry_after);
+}
+
+// Management bodies are JSON. A request that says it sends something else is refused rather than
+// parsed as JSON anyway (a form post must not register a subscription); none declared is fine.
+bool declares_non_json(const http_request& req) {
+    auto ct = req.header("content-type");
+    if (!ct || req.body.empty()) {
+        return false;
+    }
+    std::string media(ct->substr(0, ct->find(';')));
+    while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) {
+        media.pop_back();
+    }
+    while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) {
+        media.erase(media.begin());
+    }
+    std::transform(media.begin(), media.end(), media.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const bool is_json =
+        media == "application/json" || (media.rfind("application/", 0) == 0 && media.size() > 5 &&
+                                        media.compare(media.size() - 5, 5, "+json") == 0);
+    return !is_json;
+}
+
+} // namespace
+
+bool http_api::rate_limited_by_address(context& ctx) {
+    if (!opts_.per_source_address.enabled() || ctx.req.remote.empty()) {
+        return false;
+    }
+    if (int wait = address_limiter_.take(ctx.req.remote, opts_.per_source_address); wait > 0) {
+        ctx.sink->send(too_many("perSourceAddress", wait));
+        return true;
+    }
+    return false;
+}
+
+bool http_api::rate_limited_by_subscription(context& ctx, const std::string& subscription_id) {
+    rate_limit limit = opts_.per_subscription;
+    {
+        std::lock_guard lock(limits_mu_);
+        if (auto it = opts_.subscription_rate_limits.find(subscription_id);
+            it != opts_.subscription_rate_limits.end()) {
+            limit = it->second;
+        }
+    }
+    if (int wait = subscription_limiter_.take(subscription_id, limit); wait > 0) {
+        ctx.sink->send(too_many("perSubscription", wait));
+        return true;
+    }
+    return false;
+}
 
 http_api::~http_api() = default;
 
@@ -76,6 +147,14 @@ void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
             return;
         }
         ctx->who = std::move(*who);
+        if (declares_non_json(ctx->req)) {
+            ctx->sink->send(error_response(415, "unsupported_media_type",
+                                           "the request body must be application/json"));
+            return;
+        }
+    }
+    if (m.matched->ingest_body && rate_limited_by_address(*ctx)) {
+        return; // before any store work: a flood from one address costs a map lookup
     }
     switch (m.matched->id) {
     case route_id::healthz:

@@ -7,6 +7,8 @@
 // begin_shutdown() cancels every watch it holds so the bridge calls nothing afterwards.
 
 #include "app/ingest_router.hpp"
+#include "core/clock.hpp"
+#include "core/rate_limiter.hpp"
 #include "http/auth.hpp"
 #include "http/bridge_port.hpp"
 #include "http/http_message.hpp"
@@ -33,6 +35,12 @@ struct api_options {
     std::chrono::milliseconds sse_keepalive{15000};
     int poll_default_timeout_s = 30;                   // 1..60
     int read_batch = 1000;                             // events per read
+    // Ingest rate limits (config server.rateLimits; 429 + Retry-After past them). The clock is
+    // injected so tests use a fake one; null = the system clock.
+    clock_source* clock = nullptr;
+    rate_limit per_subscription;
+    rate_limit per_source_address;
+    std::map<std::string, rate_limit> subscription_rate_limits; // subscriptions[].rateLimit
 };
 
 class http_api final : public request_handler {
@@ -44,6 +52,9 @@ public:
     std::size_t body_limit(std::string_view method, std::string_view path) const override;
     void handle(http_request req, std::shared_ptr<response_sink> sink) override;
     void begin_shutdown() override;
+
+    // Replaces the per-subscription overrides (config reload).
+    void set_subscription_rate_limits(std::map<std::string, rate_limit> limits);
 
     // The discovery document (GET /.well-known/openwop).
     boost::json::object capabilities() const;
@@ -99,7 +110,15 @@ private:
     void end_sse(const std::shared_ptr<sse_session>& s, bool close_stream);
     void arm_keepalive(const std::shared_ptr<sse_session>& s);
 
+    // true = refused: the 429 was sent.
+    bool rate_limited_by_address(context& ctx);
+    bool rate_limited_by_subscription(context& ctx, const std::string& subscription_id);
+
     api_options opts_;
+    system_clock_source system_clock_;
+    rate_limiter address_limiter_;
+    rate_limiter subscription_limiter_;
+    mutable std::mutex limits_mu_;
     bridge_port& bridge_;
     ingest_router* router_;
     task_scheduler& tasks_;

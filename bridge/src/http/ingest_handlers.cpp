@@ -54,6 +54,9 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
         detail::reply_error(*ctx, sub.error());
         return;
     }
+    if (rate_limited_by_subscription(*ctx, sub->id)) {
+        return;
+    }
     inbound_http_request in;
     in.method = ctx->req.method;
     in.target = ctx->req.target;

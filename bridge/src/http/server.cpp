@@ -251,6 +251,30 @@ bhttp::response<bhttp::string_body> to_beast(const http_response& r, bool keep_a
 }
 
 // Built outside coroutine bodies: GCC 12 miscompiles string literals inside co_await expressions.
+http_response overloaded(int retry_after_s) {
+    return error_response(503, "service_unavailable", "the server is at capacity; retry later",
+                          std::nullopt, std::max(1, retry_after_s));
+}
+
+// One in-flight request slot; released when the exchange ends however it ends.
+class in_flight_slot {
+public:
+    in_flight_slot() = default;
+    explicit in_flight_slot(std::atomic<int>* counter) : counter_(counter) {}
+    in_flight_slot(const in_flight_slot&) = delete;
+    in_flight_slot& operator=(const in_flight_slot&) = delete;
+    ~in_flight_slot() { release(); }
+    void release() {
+        if (counter_ != nullptr) {
+            counter_->fetch_sub(1);
+            counter_ = nullptr;
+        }
+    }
+
+private:
+    std::atomic<int>* counter_ = nullptr;
+};
+
 http_response too_large(std::size_t limit) {
     return error_response(413, "payload_too_large", "the request body exceeds the limit",
                           boost::json::object{{"maxBodyBytes", limit}});
@@ -282,6 +306,7 @@ struct server::impl {
     std::atomic<bool> started{false};
     std::atomic<bool> stopping{false};
     std::atomic<bool> stopped{false};
+    std::atomic<int> in_flight{0};
 
     std::mutex conns_mu;
     std::condition_variable conns_cv;
@@ -358,6 +383,14 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
             lingering_close = true;
             co_return;
         }
+        if (in_flight.fetch_add(1) >= std::max(1, opts.max_in_flight_requests)) {
+            in_flight.fetch_sub(1);
+            auto res = overloaded(opts.overload_retry_after_s);
+            co_await write_response(stream, res, false);
+            lingering_close = true;
+            co_return;
+        }
+        in_flight_slot slot(&in_flight);
         parser.body_limit(limit);
         if (bhttp::token_list{hdr[bhttp::field::expect]}.exists("100-continue")) {
             bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
@@ -401,6 +434,7 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
             ex->signal.expires_at(net::steady_timer::time_point::max());
             co_await ex->signal.async_wait(use_tuple);
         }
+        slot.release(); // answered (or streaming): its request body is no longer held
         if (ex->force_closed) {
             co_return;
         }

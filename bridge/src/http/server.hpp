@@ -38,6 +38,11 @@ struct server_options {
     std::chrono::milliseconds write_timeout{30000};  // one response write
     std::size_t max_header_bytes = 16 * 1024;        // 431 past it
     int max_connections = 10000;                     // further connections are closed at once
+    // Requests read past their header and not yet answered (their bodies are held in memory).
+    // Past it a request is answered 503 + Retry-After before its body is read, so memory stays
+    // near max_in_flight_requests x the body limit whatever the offered load. Long polls count.
+    int max_in_flight_requests = 1024;
+    int overload_retry_after_s = 1;
 };
 
 class server {

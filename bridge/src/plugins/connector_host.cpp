@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -62,11 +63,13 @@ struct instance {
     std::map<std::string, sub_entry> subs;
     int inflight_submits = 0;
     int inflight_tasks = 0; // queued or running
-    int active_calls = 0;   // on_http_request calls in progress
+    int active_calls = 0;   // call slots taken: on_http_request in progress or draining the queue
+    std::deque<std::function<void()>> queued_calls; // requests waiting for a call slot
 
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> responses{0};
     std::atomic<std::uint64_t> timeouts{0};
+    std::atomic<std::uint64_t> busy{0};
     std::atomic<std::uint64_t> submits{0};
     std::atomic<std::uint64_t> errors{0};
 
@@ -135,9 +138,9 @@ void copy_error(std::string_view msg, char* buf, std::size_t size) noexcept {
     buf[n] = '\0';
 }
 
+// The HTTP API's closed error envelope {error, message}, so host-made answers look like the rest.
 std::string error_body(std::string_view code, std::string_view message) {
-    boost::json::object inner{{"code", code}, {"message", message}};
-    return boost::json::serialize(boost::json::object{{"error", std::move(inner)}});
+    return boost::json::serialize(boost::json::object{{"error", code}, {"message", message}});
 }
 
 bool token_char(char c) noexcept {
@@ -165,6 +168,7 @@ connector_stats stats_of(const instance& inst) {
     s.requests = inst.requests.load();
     s.responses = inst.responses.load();
     s.timeouts = inst.timeouts.load();
+    s.busy = inst.busy.load();
     s.submits = inst.submits.load();
     s.errors = inst.errors.load();
     return s;
@@ -378,6 +382,10 @@ struct connector_host::impl {
         }
     }
 
+    // One on_http_request call, on the calling thread, guarded (queued requests come here too).
+    void call(instance& inst, const std::string& sub_id, const inbound_http_request& req,
+              std::uint64_t id);
+
     void expire(std::uint64_t id) {
         auto p = take_pending(id);
         if (!p) {
@@ -388,10 +396,10 @@ struct connector_host::impl {
         host_log(*p->inst, "warn",
                  "no response within " + std::to_string(options.respond_timeout_ms) +
                      " ms; the host answered 503");
-        deliver(*p,
-                ingest_reply{503,
-                             {{"content-type", "application/json"}, {"retry-after", "1"}},
-                             error_body("unavailable", "the connector did not answer in time")});
+        deliver(*p, ingest_reply{
+                        503,
+                        {{"content-type", "application/json"}, {"retry-after", "1"}},
+                        error_body("service_unavailable", "the connector did not answer in time")});
     }
 
     // Answers every request of `inst` still open (used when it stops).
@@ -409,9 +417,10 @@ struct connector_host::impl {
             }
         }
         for (auto& p : left) {
-            deliver(p, ingest_reply{503,
-                                    {{"content-type", "application/json"}, {"retry-after", "1"}},
-                                    error_body("unavailable", "the connector is stopping")});
+            deliver(p,
+                    ingest_reply{503,
+                                 {{"content-type", "application/json"}, {"retry-after", "1"}},
+                                 error_body("service_unavailable", "the connector is stopping")});
         }
     }
 
@@ -634,10 +643,10 @@ struct connector_host::impl {
             host_log(inst, "error",
                      std::string("invalid response (") + std::string(why) +
                          "); the host answered 500");
-            deliver(*p,
-                    ingest_reply{500,
-                                 {{"content-type", "application/json"}},
-                                 error_body("internal", "the connector gave an invalid response")});
+            deliver(*p, ingest_reply{500,
+                                     {{"content-type", "application/json"}},
+                                     error_body("internal_error",
+                                                "the connector gave an invalid response")});
             return WB_ERR_INVALID;
         };
         if (resp == nullptr || resp->struct_size < sizeof(wb_http_response)) {
@@ -1123,18 +1132,25 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
         return;
     }
     bool running = false;
+    bool full = false;
     {
-        // Checked under mu so stop_instance's idle wait sees this call.
         std::lock_guard lk(inst->mu);
         running = inst->state.load() == phase::running;
-        if (running) {
-            ++inst->active_calls;
-        }
+        full = inst->active_calls >= std::max(1, impl_->options.max_calls_per_instance) &&
+               inst->queued_calls.size() >= impl_->options.max_queued_calls;
     }
     if (!running) {
         reply(ingest_reply{503,
                            {{"content-type", "application/json"}, {"retry-after", "1"}},
-                           error_body("unavailable", "the connector is not running")});
+                           error_body("service_unavailable", "the connector is not running")});
+        return;
+    }
+    if (full) {
+        inst->busy++;
+        inst->errors++;
+        reply(ingest_reply{503,
+                           {{"content-type", "application/json"}, {"retry-after", "1"}},
+                           error_body("service_unavailable", "the connector is busy")});
         return;
     }
     std::uint64_t id = 0;
@@ -1146,6 +1162,47 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     impl_->schedule(impl_->clock.now_ms() + impl_->options.respond_timeout_ms,
                     work_item{nullptr, [im = impl_.get(), id] { im->expire(id); }});
 
+    {
+        // Checked under mu so stop_instance's idle wait sees this call.
+        std::lock_guard lk(inst->mu);
+        if (inst->active_calls >= std::max(1, impl_->options.max_calls_per_instance)) {
+            inst->queued_calls.push_back([im = impl_.get(), inst, sub_id = sub.id, req, id] {
+                im->call(*inst, sub_id, req, id);
+            });
+            return; // the thread that frees a slot runs it
+        }
+        ++inst->active_calls;
+    }
+    impl_->call(*inst, sub.id, req, id);
+    // Keep the slot while requests queued behind a slow call are waiting: run them here.
+    for (;;) {
+        std::function<void()> next;
+        {
+            std::lock_guard lk(inst->mu);
+            if (inst->queued_calls.empty()) {
+                --inst->active_calls;
+                inst->cv.notify_all();
+                break;
+            }
+            next = std::move(inst->queued_calls.front());
+            inst->queued_calls.pop_front();
+        }
+        next();
+    }
+}
+
+void connector_host::impl::call(instance& inst, const std::string& sub_id,
+                                const inbound_http_request& req, std::uint64_t id) {
+    {
+        // A queued request may have been answered meanwhile (its deadline, or a stop).
+        std::lock_guard lk(req_mu);
+        if (!pending.count(id)) {
+            return;
+        }
+    }
+    if (inst.state.load() != phase::running) {
+        return; // stop_instance answers what is left
+    }
     std::vector<std::string> names;
     names.reserve(req.headers.size());
     for (const auto& h : req.headers) {
@@ -1156,10 +1213,10 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     for (std::size_t i = 0; i < req.headers.size(); ++i) {
         headers.push_back(wb_header{str(names[i]), str(req.headers[i].second)});
     }
-    const std::string public_url = impl_->options.public_url + req.target;
+    const std::string public_url = options.public_url + req.target;
     wb_http_request r{};
     r.struct_size = sizeof(wb_http_request);
-    r.subscription_id = str(sub.id);
+    r.subscription_id = str(sub_id);
     r.method = str(req.method);
     r.target = str(req.target);
     r.public_url = str(public_url);
@@ -1167,26 +1224,25 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     r.header_count = headers.size();
     r.body = str(req.body);
     r.remote_address = str(req.remote_address);
-    r.received_at_ms = impl_->clock.now_ms();
+    r.received_at_ms = clock.now_ms();
 
-    inst->requests++;
+    inst.requests++;
     bool threw = false;
     try {
-        inst->module.descriptor->on_http_request(inst->conn, reinterpret_cast<wb_request_ctx*>(id),
-                                                 &r);
+        inst.module.descriptor->on_http_request(inst.conn, reinterpret_cast<wb_request_ctx*>(id),
+                                                &r);
     } catch (...) {
         threw = true;
     }
     if (threw) {
-        inst->errors++;
-        impl_->host_log(*inst, "error", "exception escaped on_http_request; the host answered 500");
-        if (auto p = impl_->take_pending(id)) {
-            impl::deliver(*p, ingest_reply{500,
-                                           {{"content-type", "application/json"}},
-                                           error_body("internal", "the connector failed")});
+        inst.errors++;
+        host_log(inst, "error", "exception escaped on_http_request; the host answered 500");
+        if (auto p = take_pending(id)) {
+            deliver(*p, ingest_reply{500,
+                                     {{"content-type", "application/json"}},
+                                     error_body("internal_error", "the connector failed")});
         }
     }
-    inst->add(&instance::active_calls, -1);
 }
 
 std::vector<std::string> connector_host::sources() const {

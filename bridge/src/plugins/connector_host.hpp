@@ -47,6 +47,13 @@ struct connector_host_options {
     millis respond_timeout_ms = 10'000; // past it the host answers 503 itself
     millis stop_timeout_ms = 10'000;    // deadline handed to stop(), then drain
     int worker_threads = 2;
+    // on_http_request runs on the caller's (HTTP worker) thread. One instance holds at most this
+    // many of those threads at once; further requests wait in a bounded per-instance queue (run by
+    // the thread that frees a slot, answered 503 at their deadline if still waiting) and past
+    // max_queued_calls are answered 503 + Retry-After at once. A module that blocks therefore
+    // stalls only its own requests, never the HTTP server or the other connectors.
+    int max_calls_per_instance = 2;
+    std::size_t max_queued_calls = 1024;
     // Registers a discovered subscription with the bridge; returns an error line or nullopt.
     // Unset: register_subscription answers WB_ERR_UNSUPPORTED.
     std::function<std::optional<std::string>(const discovered_subscription&)> register_subscription;
@@ -64,6 +71,7 @@ struct connector_stats {
     std::uint64_t timeouts = 0;  // answered 503 by the host
     std::uint64_t submits = 0;   // accepted by api->submit
     std::uint64_t errors = 0;    // see connector_host::errors()
+    std::uint64_t busy = 0;      // answered 503 at once: its call slots and queue were full
 };
 
 struct connector_instance_info {

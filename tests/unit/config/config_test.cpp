@@ -294,5 +294,45 @@ TEST_F(ConfigTest, SchemaKeysAreAllAccepted) {
     EXPECT_THAT(errors(yaml + "bogus: 1\n"), ::testing::Contains(HasSubstr("unknown key 'bogus'")));
 }
 
+TEST_F(ConfigTest, ReadsOverloadBoundsAndRateLimits) {
+    auto c = parse("server: {maxConnections: 500, maxInFlightRequests: 32,\n"
+                   "  rateLimits: {perSubscription: {rate: 0.5, burst: 4}, perSourceAddress: {rate: 20}}}\n"
+                   "runs: {local: {workflows: [{id: wf}]}}\n"
+                   "subscriptions:\n"
+                   "  - {id: a, workflowId: wf, signingSecret: whsec_x, rateLimit: {rate: 100, burst: 200}}\n"
+                   "  - {id: b, workflowId: wf, signingSecret: whsec_x}\n");
+    ASSERT_TRUE(c) << (c.errors.empty() ? "" : c.errors[0].to_string());
+    EXPECT_EQ(c.value->server.max_connections, 500);
+    EXPECT_EQ(c.value->server.max_in_flight_requests, 32);
+    EXPECT_DOUBLE_EQ(c.value->server.per_subscription.rate, 0.5);
+    EXPECT_DOUBLE_EQ(c.value->server.per_subscription.burst, 4);
+    EXPECT_DOUBLE_EQ(c.value->server.per_source_address.rate, 20);
+    EXPECT_DOUBLE_EQ(c.value->server.per_source_address.burst, 20); // burst defaults to ceil(rate)
+    auto overrides = subscription_rate_limits(*c.value);
+    ASSERT_EQ(overrides.size(), 1u);
+    EXPECT_DOUBLE_EQ(overrides.at("a").rate, 100);
+    EXPECT_DOUBLE_EQ(overrides.at("a").burst, 200);
+
+    auto d = parse("server: {}\n");
+    ASSERT_TRUE(d);
+    EXPECT_FALSE(d.value->server.per_subscription.enabled());
+    EXPECT_EQ(d.value->server.max_in_flight_requests, 1024);
+}
+
+TEST_F(ConfigTest, RefusesBadRateLimits) {
+    EXPECT_THAT(errors("server: {rateLimits: {perSubscription: {rate: 0}}}\n"),
+                ::testing::Contains(HasSubstr("server.rateLimits.perSubscription.rate")));
+    EXPECT_THAT(errors("server: {rateLimits: {perSubscription: {rate: fast}}}\n"),
+                ::testing::Contains(HasSubstr("expected a number")));
+    EXPECT_THAT(errors("server: {rateLimits: {perSourceAddress: {burst: 3}}}\n"),
+                ::testing::Contains(HasSubstr("perSourceAddress.rate: required")));
+    EXPECT_THAT(errors("server: {rateLimits: {perSubscription: {rate: 1, burst: 0}}}\n"),
+                ::testing::Contains(HasSubstr("burst")));
+    EXPECT_THAT(errors("server: {rateLimits: {perTenant: {rate: 1}}}\n"),
+                ::testing::Contains(HasSubstr("unknown key 'perTenant'")));
+    EXPECT_THAT(errors("server: {maxInFlightRequests: 0}\n"),
+                ::testing::Contains(HasSubstr("maxInFlightRequests")));
+}
+
 } // namespace
 } // namespace wopbridge

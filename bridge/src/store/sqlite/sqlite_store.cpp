@@ -460,15 +460,21 @@ class sqlite_store final : public store {
             struct candidate {
                 std::int64_t seq;
                 delivery d;
+                std::int64_t turn = 1; // the delivery's rank within its subscription
             };
             std::vector<candidate> picked;
             {
+                // Round-robin across subscriptions (each one's oldest due delivery first, then
+                // each one's second, ...), in due order within a subscription: a subscription with
+                // a large due backlog (an always-failing workflow retrying) cannot take every slot
+                // ahead of the others' fresh deliveries.
                 auto st = writer_->prepare(
-                    "SELECT " WB_DLV_COLS " FROM deliveries d "
-                    "JOIN subscriptions s ON s.id = d.subscription_id "
+                    "SELECT * FROM (SELECT " WB_DLV_COLS ", ROW_NUMBER() OVER ("
+                    "PARTITION BY d.subscription_id ORDER BY d.due_at, d.seq) AS turn "
+                    "FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id "
                     "WHERE s.state = 'active' AND ((d.status = 'pending' AND d.due_at <= ?1) "
-                    "OR (d.status = 'in_flight' AND d.lease_until <= ?1)) "
-                    "ORDER BY d.due_at, d.seq LIMIT ?2");
+                    "OR (d.status = 'in_flight' AND d.lease_until <= ?1))) "
+                    "ORDER BY turn, due_at, seq LIMIT ?2");
                 st.bind(1, now).bind(2, limit);
                 for (;;) {
                     auto row = st.step();
@@ -482,7 +488,7 @@ class sqlite_store final : public store {
                     if (!d) {
                         return d.error();
                     }
-                    picked.push_back({st.int64(11), std::move(*d)});
+                    picked.push_back({st.int64(11), std::move(*d), st.int64(12)});
                 }
             }
             {
@@ -519,7 +525,7 @@ class sqlite_store final : public store {
                 }
             }
             std::sort(picked.begin(), picked.end(), [](const candidate& a, const candidate& b) {
-                return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+                return std::tie(a.turn, a.d.due_at, a.seq) < std::tie(b.turn, b.d.due_at, b.seq);
             });
             if (picked.size() > static_cast<std::size_t>(limit)) {
                 picked.resize(static_cast<std::size_t>(limit));
