@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 1> migrations{{
+constexpr std::array<migration, 2> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -141,6 +141,14 @@ CREATE TABLE dead_letters (
 );
 CREATE INDEX dead_letters_newest_first ON dead_letters (subscription_id, seq DESC);
 CREATE INDEX dead_letters_by_expiry ON dead_letters (expires_at);
+)sql"},
+    // 4: the due-work index. next_due_at and claim_due ask per subscription ("its earliest pending
+    // delivery"), which this answers with one seek, so their cost follows the number of
+    // subscriptions, not the backlog. (Versions need not be contiguous: the runner applies every
+    // entry above the stored version, in array order.)
+    {4, R"sql(
+CREATE INDEX deliveries_by_subscription_status_due
+    ON deliveries (subscription_id, status, due_at, seq);
 )sql"},
 }};
 
