@@ -28,7 +28,7 @@
         }                                                                                          \
     } while (0)
 
-// Column lists. Statements are cached by the address of their literal, so SQL is always a literal.
+// Column lists (statements are cached per connection by their SQL text).
 #define WB_SUB_COLS                                                                                \
     "id, tenant, source, state, workflow_id, dedup_enabled, retry_max_attempts, retry_backoff, "   \
     "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
