@@ -1,7 +1,8 @@
 #include "core/secret_box.hpp"
 
+#include "wopbridge/signatures.hpp"
+
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -182,18 +183,8 @@ result<std::string> secret_box::unseal(std::string_view sealed) const {
 }
 
 std::string secret_box::hmac_hex(std::string_view message) const {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int mac_len = 0;
-    HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
-         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(mac_len * 2);
-    for (unsigned int i = 0; i < mac_len; ++i) {
-        out.push_back(hex[mac[i] >> 4]);
-        out.push_back(hex[mac[i] & 15]);
-    }
-    return out;
+    // The SDK's HMAC reuses one fetched algorithm (no provider lookup per dedup key).
+    return sig::to_hex(sig::hmac_sha256(key_, message));
 }
 
 std::string secret_box::fingerprint(std::string_view secret) const {
