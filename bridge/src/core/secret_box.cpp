@@ -2,7 +2,9 @@
 
 #include "wopbridge/signatures.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,6 +12,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace wopbridge {
@@ -91,6 +94,37 @@ result<std::string> create_key_file(const std::string& path, random_source& rand
         return make_error_code(errc::internal);
     }
     return key;
+}
+
+// HMAC-SHA256 keyed with the host key, per thread, duplicated per call: no algorithm fetch and
+// no key schedule per dedup key. Rebuilt when a thread meets another key (tests use several).
+struct keyed_hmac {
+    std::string key;
+    std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx{nullptr, &EVP_MAC_CTX_free};
+};
+
+const EVP_MAC_CTX* keyed_hmac_for(const std::string& key) {
+    static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
+    thread_local keyed_hmac cached;
+    if (cached.ctx && cached.key == key) {
+        return cached.ctx.get();
+    }
+    cached.ctx.reset();
+    if (mac == nullptr || key.empty()) {
+        return nullptr;
+    }
+    cached.ctx.reset(EVP_MAC_CTX_new(mac));
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>("SHA256"), 0),
+        OSSL_PARAM_construct_end()};
+    if (!cached.ctx || EVP_MAC_init(cached.ctx.get(),
+                                    reinterpret_cast<const unsigned char*>(key.data()),
+                                    key.size(), params) != 1) {
+        cached.ctx.reset();
+        return nullptr;
+    }
+    cached.key = key;
+    return cached.ctx.get();
 }
 
 } // namespace
@@ -183,7 +217,19 @@ result<std::string> secret_box::unseal(std::string_view sealed) const {
 }
 
 std::string secret_box::hmac_hex(std::string_view message) const {
-    // The SDK's HMAC reuses one fetched algorithm (no provider lookup per dedup key).
+    if (const auto* keyed = keyed_hmac_for(key_)) {
+        std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_dup(keyed),
+                                                                      &EVP_MAC_CTX_free);
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        std::size_t len = 0;
+        if (ctx &&
+            EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(message.data()),
+                           message.size()) == 1 &&
+            EVP_MAC_final(ctx.get(), mac, &len, sizeof mac) == 1) {
+            return sig::to_hex(std::string_view(reinterpret_cast<const char*>(mac), len));
+        }
+    }
+    // The SDK's HMAC (one fetched algorithm, keyed per call).
     return sig::to_hex(sig::hmac_sha256(key_, message));
 }
 
