@@ -2,27 +2,66 @@
 // constant_time_equal; every parser refuses rather than guesses.
 #include "wopbridge/signatures.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <memory>
 
 namespace wopbridge::sig {
 namespace {
 
-std::string hmac(const EVP_MD* md, std::string_view key, std::string_view message) {
-    std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
-    unsigned int len = 0;
-    // HMAC() rejects a NULL key pointer even when the length is 0.
+// HMAC() (EVP_Q_mac underneath) fetches the algorithm and the digest from OpenSSL 3's provider
+// registry on every call, which costs more than the MAC of a short message. One prototype context
+// per digest, made once (thread-safe static), is duplicated per call instead. Deliberately never
+// freed: OpenSSL may be torn down before static destructors run.
+EVP_MAC_CTX* make_prototype(const char* digest) {
+    EVP_MAC* mac = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
+    if (mac == nullptr) {
+        return nullptr;
+    }
+    EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac); // the context keeps its own reference
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>(digest), 0),
+        OSSL_PARAM_construct_end()};
+    if (ctx == nullptr || EVP_MAC_CTX_set_params(ctx, params) != 1) {
+        EVP_MAC_CTX_free(ctx);
+        return nullptr;
+    }
+    return ctx;
+}
+
+const EVP_MAC_CTX* sha256_prototype() {
+    static EVP_MAC_CTX* const proto = make_prototype("SHA256");
+    return proto;
+}
+
+const EVP_MAC_CTX* sha1_prototype() {
+    static EVP_MAC_CTX* const proto = make_prototype("SHA1");
+    return proto;
+}
+
+std::string hmac(const EVP_MAC_CTX* proto, std::string_view key, std::string_view message) {
+    if (proto == nullptr) {
+        return {};
+    }
+    std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_dup(proto),
+                                                                  &EVP_MAC_CTX_free);
+    // A NULL key would mean "keep the previous key"; an empty key must be a non-NULL pointer.
     static const unsigned char empty = 0;
-    const void* key_ptr = key.empty() ? &empty : static_cast<const void*>(key.data());
-    const auto* msg_ptr =
-        message.empty() ? &empty : reinterpret_cast<const unsigned char*>(message.data());
-    if (HMAC(md, key_ptr, static_cast<int>(key.size()), msg_ptr, message.size(), out.data(),
-             &len) == nullptr) {
+    const auto* key_ptr =
+        key.empty() ? &empty : reinterpret_cast<const unsigned char*>(key.data());
+    std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
+    std::size_t len = 0;
+    if (ctx == nullptr || EVP_MAC_init(ctx.get(), key_ptr, key.size(), nullptr) != 1 ||
+        EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(message.data()),
+                       message.size()) != 1 ||
+        EVP_MAC_final(ctx.get(), out.data(), &len, out.size()) != 1) {
         return {};
     }
     return std::string(reinterpret_cast<const char*>(out.data()), len);
@@ -164,11 +203,11 @@ bool any_nonempty(const std::vector<std::string>& secrets) noexcept {
 } // namespace
 
 std::string hmac_sha256(std::string_view key, std::string_view message) {
-    return hmac(EVP_sha256(), key, message);
+    return hmac(sha256_prototype(), key, message);
 }
 
 std::string hmac_sha1(std::string_view key, std::string_view message) {
-    return hmac(EVP_sha1(), key, message);
+    return hmac(sha1_prototype(), key, message);
 }
 
 std::string sha256(std::string_view data) {

@@ -425,6 +425,11 @@ struct bridge::impl final : run_lifecycle_sink {
     }
 
     void submit(const inbound_submission& s, submit_callback done_in) {
+        submit(s, nullptr, std::move(done_in));
+    }
+
+    // `known`: the subscription already read for this request (webhook ingest), else read here.
+    void submit(const inbound_submission& s, const subscription* known, submit_callback done_in) {
         millis accepted_at = now();
         auto done = [this, sub_id = s.subscription_id, accepted_at,
                      done_in = std::move(done_in)](submit_result r) {
@@ -440,12 +445,18 @@ struct bridge::impl final : run_lifecycle_sink {
             }
             done_in(std::move(r));
         };
-        auto sub = st->get_subscription(s.subscription_id);
-        if (!sub) {
-            done(status_only(sub.error() == make_error_code(errc::not_found) ? submit_status::not_found
-                                                                          : submit_status::unavailable));
-            return;
+        std::optional<result<subscription>> read;
+        if (known == nullptr) {
+            read = st->get_subscription(s.subscription_id);
+            if (!*read) {
+                done(status_only(read->error() == make_error_code(errc::not_found)
+                                     ? submit_status::not_found
+                                     : submit_status::unavailable));
+                return;
+            }
+            known = &**read;
         }
+        const subscription* sub = known;
         bool hold = false;
         if (!accepts_intake(sub->state)) {
             if (!sub->hold_when_not_active) {
@@ -541,6 +552,14 @@ struct bridge::impl final : run_lifecycle_sink {
                                                                           : submit_status::unavailable));
             return;
         }
+        ingest_webhook(*sub, req, std::move(done));
+    }
+
+    // `found`: the subscription as the caller just read it (the HTTP route reads it to choose
+    // between connector and webhook), so a request costs one read transaction, not two.
+    void ingest_webhook(const subscription& found, const inbound_http_request& req,
+                        submit_callback done) {
+        const subscription* sub = &found;
         if (sub->source != source_kind::webhook) {
             done(status_only(submit_status::not_found));
             return;
@@ -584,7 +603,7 @@ struct bridge::impl final : run_lifecycle_sink {
         s.received_at = t;
         s.verified = v.verified;
         s.content_json = intake::webhook_content_json(req);
-        submit(s, std::move(done));
+        submit(s, sub, std::move(done));
     }
 
     submit_result submit_sync(const inbound_submission& s) {
@@ -1083,6 +1102,11 @@ result<subscription> bridge::find_subscription(const std::string& id) {
 void bridge::ingest_webhook(const std::string& subscription_id, const inbound_http_request& req,
                             submit_callback done) {
     impl_->ingest_webhook(subscription_id, req, std::move(done));
+}
+
+void bridge::ingest_webhook(const subscription& sub, const inbound_http_request& req,
+                            submit_callback done) {
+    impl_->ingest_webhook(sub, req, std::move(done));
 }
 
 void bridge::submit(const inbound_submission& s, submit_callback done) {

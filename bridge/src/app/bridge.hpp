@@ -210,6 +210,9 @@ public:
     // subscription and submits it. submit() is what connectors call after their own verification.
     void ingest_webhook(const std::string& subscription_id, const inbound_http_request& req,
                         submit_callback done);
+    // The same for a subscription the caller has just read (find_subscription): no second read.
+    void ingest_webhook(const subscription& sub, const inbound_http_request& req,
+                        submit_callback done);
     void submit(const inbound_submission& s, submit_callback done);
 
     // Runs.

@@ -1,7 +1,10 @@
 #include "core/secret_box.hpp"
 
+#include "wopbridge/signatures.hpp"
+
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -119,6 +122,37 @@ result<std::string> create_key_file(const std::string& path, random_source& rand
     return key;
 }
 
+// HMAC-SHA256 keyed with the host key, per thread, duplicated per call: no algorithm fetch and
+// no key schedule per dedup key. Rebuilt when a thread meets another key (tests use several).
+struct keyed_hmac {
+    std::string key;
+    std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx{nullptr, &EVP_MAC_CTX_free};
+};
+
+const EVP_MAC_CTX* keyed_hmac_for(const std::string& key) {
+    static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
+    thread_local keyed_hmac cached;
+    if (cached.ctx && cached.key == key) {
+        return cached.ctx.get();
+    }
+    cached.ctx.reset();
+    if (mac == nullptr || key.empty()) {
+        return nullptr;
+    }
+    cached.ctx.reset(EVP_MAC_CTX_new(mac));
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>("SHA256"), 0),
+        OSSL_PARAM_construct_end()};
+    if (!cached.ctx || EVP_MAC_init(cached.ctx.get(),
+                                    reinterpret_cast<const unsigned char*>(key.data()),
+                                    key.size(), params) != 1) {
+        cached.ctx.reset();
+        return nullptr;
+    }
+    cached.key = key;
+    return cached.ctx.get();
+}
+
 } // namespace
 
 result<secret_box> secret_box::open(const std::string& key_file, random_source& random) {
@@ -215,18 +249,20 @@ result<std::string> secret_box::unseal(std::string_view sealed) const {
 }
 
 std::string secret_box::hmac_hex(std::string_view message) const {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int mac_len = 0;
-    HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
-         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(mac_len * 2);
-    for (unsigned int i = 0; i < mac_len; ++i) {
-        out.push_back(hex[mac[i] >> 4]);
-        out.push_back(hex[mac[i] & 15]);
+    if (const auto* keyed = keyed_hmac_for(key_)) {
+        std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_dup(keyed),
+                                                                      &EVP_MAC_CTX_free);
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        std::size_t len = 0;
+        if (ctx &&
+            EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(message.data()),
+                           message.size()) == 1 &&
+            EVP_MAC_final(ctx.get(), mac, &len, sizeof mac) == 1) {
+            return sig::to_hex(std::string_view(reinterpret_cast<const char*>(mac), len));
+        }
     }
-    return out;
+    // The SDK's HMAC (one fetched algorithm, keyed per call).
+    return sig::to_hex(sig::hmac_sha256(key_, message));
 }
 
 std::string secret_box::fingerprint(std::string_view secret) const {

@@ -41,6 +41,10 @@ public:
                         submit_callback done) override {
         b_.ingest_webhook(subscription_id, req, std::move(done));
     }
+    void ingest_webhook_for(const subscription& sub, const inbound_http_request& req,
+                            submit_callback done) override {
+        b_.ingest_webhook(sub, req, std::move(done));
+    }
     result<run_record> get_run(const std::string& tenant, const std::string& run_id) override {
         return b_.get_run(tenant, run_id);
     }

@@ -30,6 +30,12 @@ public:
 
     virtual void ingest_webhook(const std::string& subscription_id, const inbound_http_request& req,
                                 submit_callback done) = 0;
+    // For a subscription just read by find_subscription (the ingest route): the bridge need not
+    // read it again. Fakes may keep the default, which looks it up by id.
+    virtual void ingest_webhook_for(const subscription& sub, const inbound_http_request& req,
+                                    submit_callback done) {
+        ingest_webhook(sub.id, req, std::move(done));
+    }
 
     virtual result<run_record> get_run(const std::string& tenant, const std::string& run_id) = 0;
     virtual result<poll_result> read_events(const std::string& tenant, const std::string& run_id,

@@ -90,7 +90,8 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
         sink->send(std::move(res));
         return;
     }
-    bridge_.ingest_webhook(id, in, [sink](submit_result r) { sink->send(submit_response(r)); });
+    bridge_.ingest_webhook_for(*sub, in,
+                               [sink](submit_result r) { sink->send(submit_response(r)); });
 }
 
 } // namespace wopbridge::http

@@ -217,6 +217,31 @@ TEST_F(BridgeTest, DuplicateWebhookIdReturnsThePriorRun) {
     EXPECT_EQ(second.run_id, first.run_id);
 }
 
+TEST_F(BridgeTest, IngestOfAnAlreadyReadSubscriptionDoesNotReadItAgain) {
+    open();
+    auto reg = register_webhook();
+    auto found = bridge_->find_subscription(reg.record.id);
+    ASSERT_TRUE(found);
+    // The stored subscription is active; the copy handed in says paused-and-hold. A held answer
+    // shows both the verification step and the intake step used the copy, not a fresh read.
+    auto copy = *found;
+    copy.state = sub_state::paused;
+    copy.hold_when_not_active = true;
+    auto held = wait_submit([&](submit_callback cb) {
+        bridge_->ingest_webhook(copy, signed_post(reg, "msg_one_read_00000001"), std::move(cb));
+    });
+    EXPECT_EQ(held.status, submit_status::held);
+    copy.hold_when_not_active = false;
+    auto refused = wait_submit([&](submit_callback cb) {
+        bridge_->ingest_webhook(copy, signed_post(reg, "msg_one_read_00000002"), std::move(cb));
+    });
+    EXPECT_EQ(refused.status, submit_status::not_active);
+    auto accepted = wait_submit([&](submit_callback cb) {
+        bridge_->ingest_webhook(*found, signed_post(reg, "msg_one_read_00000003"), std::move(cb));
+    });
+    EXPECT_EQ(accepted.status, submit_status::accepted);
+}
+
 TEST_F(BridgeTest, ConcurrentSubmissionsOfOneKeyMakeOneRun) {
     open();
     auto reg = register_webhook();

@@ -163,6 +163,31 @@ TEST_F(SecretBoxTest, DedupKeyIsOpaqueAndStable) {
     EXPECT_NE(a.dedup_key("ab", "c"), a.dedup_key("a", "bc"));
 }
 
+TEST_F(SecretBoxTest, DedupKeyAndFingerprintArePinnedHmacSha256) {
+    // Stored dedup keys must match across versions: pinned to HMAC-SHA256 (Python's hmac).
+    auto a = secret_box::from_key(std::string(32, 'a')).value();
+    EXPECT_EQ(a.dedup_key("sub_1", "msg_provider_event_0001"),
+              "dk_b266b26136818eab0cc9321e3301acfd");
+    EXPECT_EQ(a.fingerprint("whsec_secret"), "4e09fc17c4947e5d");
+    // A copy shares the keyed state and gives the same bytes, from many threads at once.
+    const secret_box copy = a;
+    std::vector<std::string> got(6);
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < got.size(); ++t) {
+        pool.emplace_back([&, t] {
+            for (int i = 0; i < 200; ++i) {
+                got[t] = (t % 2 == 0 ? a : copy).dedup_key("sub_1", "msg_provider_event_0001");
+            }
+        });
+    }
+    for (auto& th : pool) {
+        th.join();
+    }
+    for (const auto& g : got) {
+        EXPECT_EQ(g, "dk_b266b26136818eab0cc9321e3301acfd");
+    }
+}
+
 TEST_F(SecretBoxTest, EmptyPathGivesAnEphemeralKey) {
     auto box = secret_box::open("", random_);
     ASSERT_TRUE(box.has_value());

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace wopbridge::sig {
 namespace {
@@ -160,6 +163,37 @@ TEST_F(SignaturesTest, HmacSha1MatchesRfc2202Case2) {
 TEST_F(SignaturesTest, HmacAcceptsEmptyKeyAndMessage) {
     EXPECT_EQ(to_hex(hmac_sha256("", "")),
               "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+}
+
+TEST_F(SignaturesTest, HmacSha256MatchesRfc4231Case6LongKey) {
+    // A key longer than the block size is hashed first: the shared prototype must not keep it.
+    EXPECT_EQ(to_hex(hmac_sha256(std::string(131, '\xaa'),
+                                 "Test Using Larger Than Block-Size Key - Hash Key First")),
+              "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    EXPECT_EQ(to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
+              "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+TEST_F(SignaturesTest, HmacGivesTheSameBytesFromManyThreads) {
+    std::vector<std::string> got(8);
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < got.size(); ++t) {
+        pool.emplace_back([&got, t] {
+            std::string last;
+            for (int i = 0; i < 200; ++i) {
+                last = to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")) +
+                       to_hex(hmac_sha1("Jefe", "what do ya want for nothing?"));
+            }
+            got[t] = last;
+        });
+    }
+    for (auto& th : pool) {
+        th.join();
+    }
+    for (const auto& g : got) {
+        EXPECT_EQ(g, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+                     "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79");
+    }
 }
 
 TEST_F(SignaturesTest, Sha256OfAbc) {

@@ -518,6 +518,67 @@ TEST_P(StoreContractTest, NextDueAtIgnoresUnclaimableDeliveries) {
     EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 50);
 }
 
+TEST_P(StoreContractTest, NextDueAtTakesEachSubscriptionsEarliestPendingDelivery) {
+    add_subscription("sub_a");
+    add_subscription("sub_b");
+    // Out of arrival order: the earliest due time wins, not the first or last row.
+    must_intake(make_intake("sub_a", "k1", "a1", t0 + 300));
+    must_intake(make_intake("sub_a", "k2", "a2", t0 + 100));
+    must_intake(make_intake("sub_b", "k1", "b1", t0 + 200));
+    EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 100);
+    // Claiming a2 leaves the lease (t0 + 100 + 1000) and the other pending rows.
+    EXPECT_THAT(ids(claim(t0 + 100, 1, 1000)), ElementsAre("dlv_a2"));
+    EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 200);
+    EXPECT_THAT(ids(claim(t0 + 300, 10, 1000)), ElementsAre("dlv_b1", "dlv_a1"));
+    // Only leases are left: the earliest expiry is the next due time.
+    EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 1100);
+}
+
+TEST_P(StoreContractTest, NextDueAtWaitsForProbeTimeAndInFlightProbe) {
+    auto failed = make_subscription("sub_f", sub_state::failed);
+    failed.next_probe_at = t0 + 5000;
+    ASSERT_TRUE(store_->insert_subscription(failed));
+    add_subscription("sub_p", sub_state::paused);
+    must_intake(make_intake("sub_p", "k", "p", t0));
+    must_intake(make_intake("sub_f", "k1", "f1", t0));
+    must_intake(make_intake("sub_f", "k2", "f2", t0 + 10));
+    // Pending since t0, but a failed subscription is only probed at its probe time.
+    EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 5000);
+    EXPECT_TRUE(claim(t0 + 4999).empty());
+    EXPECT_THAT(ids(claim(t0 + 5000, 10, 1000)), ElementsAre("dlv_f1"));
+    // The probe is in flight: the next pending row waits, only the probe's lease counts.
+    EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 6000);
+    EXPECT_TRUE(claim(t0 + 5999).empty());
+    // The lease ran out: the expired probe is the one taken again, still one at a time.
+    EXPECT_THAT(ids(claim(t0 + 6000, 10, 1000)), ElementsAre("dlv_f1"));
+}
+
+TEST_P(StoreContractTest, NextDueAtOfFailedSubscriptionIsItsLaterPendingDueTime) {
+    auto failed = make_subscription("sub_f", sub_state::failed);
+    failed.next_probe_at = t0 + 5000;
+    ASSERT_TRUE(store_->insert_subscription(failed));
+    must_intake(make_intake("sub_f", "k1", "f1", t0 + 7000));
+    EXPECT_EQ(store_->next_due_at()->value_or(0), t0 + 7000);
+    EXPECT_TRUE(claim(t0 + 6999).empty());
+    EXPECT_THAT(ids(claim(t0 + 7000)), ElementsAre("dlv_f1"));
+}
+
+TEST_P(StoreContractTest, ClaimDueTakesTheOldestAcrossSubscriptionsUpToTheLimit) {
+    add_subscription("sub_a");
+    add_subscription("sub_b");
+    add_subscription("sub_c");
+    for (int i = 0; i < 5; ++i) {
+        auto n = std::to_string(i);
+        must_intake(make_intake("sub_a", "k" + n, "a" + n, t0 + 10 * i));
+        must_intake(make_intake("sub_b", "k" + n, "b" + n, t0 + 10 * i + 5));
+    }
+    must_intake(make_intake("sub_c", "k", "c", t0 + 1000)); // not yet due
+    EXPECT_THAT(ids(claim(t0 + 500, 3)), ElementsAre("dlv_a0", "dlv_b0", "dlv_a1"));
+    EXPECT_THAT(ids(claim(t0 + 500, 4)), ElementsAre("dlv_b1", "dlv_a2", "dlv_b2", "dlv_a3"));
+    EXPECT_THAT(ids(claim(t0 + 500)), ElementsAre("dlv_b3", "dlv_a4", "dlv_b4"));
+    EXPECT_THAT(ids(claim(t0 + 1000)), ElementsAre("dlv_c"));
+}
+
 TEST_P(StoreContractTest, DeliveredAttemptStartsTheRunLog) {
     add_subscription("sub_a");
     must_intake(make_intake("sub_a", "k", "1"));

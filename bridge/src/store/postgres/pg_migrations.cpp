@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 2> migrations{{
+constexpr std::array<migration, 3> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -214,6 +214,13 @@ CREATE TABLE outbound_dead_letters (
     expires_at       BIGINT NOT NULL
 );
 CREATE INDEX outbound_dead_letters_by_webhook ON outbound_dead_letters (webhook_id, seq);
+)sql"},
+    // 3: the due-work index. next_due_at and claim_due ask per subscription ("its earliest pending
+    // delivery"), which this answers with one seek, so their cost follows the number of
+    // subscriptions, not the backlog.
+    {3, R"sql(
+CREATE INDEX deliveries_by_subscription_status_due
+    ON deliveries (subscription_id, status, due_at, seq);
 )sql"},
 }};
 

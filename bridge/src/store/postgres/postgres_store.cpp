@@ -448,11 +448,18 @@ class postgres_store final : public store {
             auto r =
                 c.exec("WITH c AS (UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
                        "updated_at = $1, lease_token = nextval('lease_tokens') "
-                       "WHERE d.seq = ANY(ARRAY(SELECT x.seq FROM deliveries x "
-                       "JOIN subscriptions s ON s.id = x.subscription_id "
-                       "WHERE s.state = 'active' AND ((x.status = 'pending' AND x.due_at <= $1) "
-                       "OR (x.status = 'in_flight' AND x.lease_until <= $1)) "
-                       "ORDER BY x.due_at, x.seq LIMIT $3 FOR UPDATE OF x SKIP LOCKED)) "
+                       // Per active subscription, its first $3 due rows in index order (a
+                       // seek, not a pass over the backlog), plus expired leases (few).
+                       "WHERE d.seq = ANY(ARRAY(SELECT c.seq FROM ("
+                       "SELECT y.seq, y.due_at FROM subscriptions s CROSS JOIN LATERAL ("
+                       "SELECT x.seq, x.due_at FROM deliveries x WHERE x.subscription_id = s.id "
+                       "AND x.status = 'pending' AND x.due_at <= $1 ORDER BY x.due_at, x.seq "
+                       "LIMIT $3 FOR UPDATE OF x SKIP LOCKED) y WHERE s.state = 'active' "
+                       "UNION ALL SELECT z.seq, z.due_at FROM (SELECT x.seq, x.due_at "
+                       "FROM deliveries x JOIN subscriptions s ON s.id = x.subscription_id "
+                       "WHERE s.state = 'active' AND x.status = 'in_flight' "
+                       "AND x.lease_until <= $1 FOR UPDATE OF x SKIP LOCKED) z) c "
+                       "ORDER BY c.due_at, c.seq LIMIT $3)) "
                        "RETURNING " WB_DLV_COLS ", d.lease_token) "
                        "SELECT c.*, f.probe FROM (SELECT EXISTS (SELECT 1 FROM subscriptions "
                        "WHERE state = 'failed' AND next_probe_at <= $1) AS probe) f "
@@ -566,13 +573,17 @@ class postgres_store final : public store {
     result<std::optional<millis>> next_due_at() override {
         return read([&](connection& c) -> result<std::optional<millis>> {
             auto r = c.exec(
+                // Per subscription (its first pending row, one index seek each), never a pass
+                // over the whole pending backlog; in-flight rows are few (at most what was claimed).
                 "SELECT MIN(t) FROM ("
-                "SELECT CASE WHEN s.state = 'failed' THEN GREATEST(d.due_at, s.next_probe_at) "
-                "ELSE d.due_at END AS t FROM deliveries d "
-                "JOIN subscriptions s ON s.id = d.subscription_id "
-                "WHERE d.status = 'pending' AND (s.state = 'active' OR (s.state = 'failed' AND "
+                "SELECT CASE WHEN s.state = 'failed' THEN GREATEST(p.due_at, s.next_probe_at) "
+                "ELSE p.due_at END AS t FROM subscriptions s "
+                "CROSS JOIN LATERAL (SELECT d.due_at FROM deliveries d "
+                "WHERE d.subscription_id = s.id AND d.status = 'pending' "
+                "ORDER BY d.due_at LIMIT 1) p "
+                "WHERE s.state = 'active' OR (s.state = 'failed' AND "
                 "NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.subscription_id = s.id "
-                "AND x.status = 'in_flight'))) "
+                "AND x.status = 'in_flight')) "
                 "UNION ALL SELECT d.lease_until AS t FROM deliveries d "
                 "JOIN subscriptions s ON s.id = d.subscription_id "
                 "WHERE d.status = 'in_flight' AND s.state IN ('active', 'failed')) AS due",
@@ -1104,13 +1115,17 @@ class postgres_store final : public store {
             subs.push_back(failed->text(i, 0));
         }
         auto r = c.exec(
-            "WITH pick AS (SELECT DISTINCT ON (d.subscription_id) d.seq, d.due_at "
-            "FROM deliveries d WHERE d.subscription_id = ANY($2::text[]) "
-            "AND ((d.status = 'pending' AND d.due_at <= $1) "
-            "OR (d.status = 'in_flight' AND d.lease_until <= $1)) "
-            "AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE "
-            "x.subscription_id = d.subscription_id AND x.status = 'in_flight' "
-            "AND x.lease_until > $1) ORDER BY d.subscription_id, d.due_at, d.seq), "
+            // Per failed subscription: the earlier of its first due pending row and its first
+            // expired lease, each one index seek (a failed subscription is where a backlog grows).
+            "WITH pick AS (SELECT c.seq, c.due_at FROM unnest($2::text[]) AS f(id) "
+            "CROSS JOIN LATERAL (SELECT u.seq, u.due_at FROM ("
+            "(SELECT y.seq, y.due_at FROM deliveries y WHERE y.subscription_id = f.id "
+            "AND y.status = 'pending' AND y.due_at <= $1 ORDER BY y.due_at, y.seq LIMIT 1) "
+            "UNION ALL (SELECT y.seq, y.due_at FROM deliveries y WHERE y.subscription_id = f.id "
+            "AND y.status = 'in_flight' AND y.lease_until <= $1 "
+            "ORDER BY y.due_at, y.seq LIMIT 1)) u ORDER BY u.due_at, u.seq LIMIT 1) c "
+            "WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.subscription_id = f.id "
+            "AND x.status = 'in_flight' AND x.lease_until > $1)), "
             "top AS (SELECT seq FROM pick ORDER BY due_at, seq LIMIT $4) "
             "UPDATE deliveries d SET status = 'in_flight', lease_until = $3, updated_at = $1, "
             "lease_token = nextval('lease_tokens') FROM top WHERE d.seq = top.seq "

@@ -33,10 +33,15 @@ errc map_result_code(int rc) noexcept {
 }
 
 statement::~statement() {
-    if (stmt_ != nullptr) {
-        sqlite3_reset(stmt_);
-        sqlite3_clear_bindings(stmt_);
+    if (stmt_ == nullptr) {
+        return;
     }
+    if (owned_) {
+        sqlite3_finalize(stmt_);
+        return;
+    }
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
 }
 
 statement& statement::bind(int index, std::string_view text) {
@@ -145,24 +150,44 @@ connection::~connection() {
 }
 
 result<void> connection::exec(const char* sql) {
-    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) {
-        return map_result_code(sqlite3_extended_errcode(db_));
+    const std::string_view text(sql);
+    if (cache_.find(text) == cache_.end()) {
+        // Only a single statement is cached; a script (migrations, pragmas) runs as before.
+        sqlite3_stmt* stmt = nullptr;
+        const char* tail = nullptr;
+        int rc = sqlite3_prepare_v3(db_, sql, -1, 0, &stmt, &tail);
+        const bool single = rc == SQLITE_OK && stmt != nullptr && tail != nullptr &&
+                            std::string_view(tail).find_first_not_of(" \t\r\n;") ==
+                                std::string_view::npos;
+        sqlite3_finalize(stmt);
+        if (!single) {
+            rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
+            if (rc != SQLITE_OK) {
+                return map_result_code(sqlite3_extended_errcode(db_));
+            }
+            return {};
+        }
     }
-    return {};
+    return prepare(sql).run();
 }
 
 statement connection::prepare(const char* sql) {
-    auto it = cache_.find(sql);
-    if (it != cache_.end()) {
+    const std::string_view text(sql);
+    if (auto it = cache_.find(text); it != cache_.end()) {
         return statement(*this, it->second, SQLITE_OK);
     }
+    const bool cache = cache_.size() < max_cached_statements;
     sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    int rc = sqlite3_prepare_v3(db_, text.data(), static_cast<int>(text.size()),
+                                cache ? SQLITE_PREPARE_PERSISTENT : 0, &stmt, nullptr);
     if (rc != SQLITE_OK || stmt == nullptr) {
+        sqlite3_finalize(stmt);
         return statement(*this, nullptr, rc == SQLITE_OK ? SQLITE_ERROR : rc);
     }
-    cache_.emplace(sql, stmt);
+    if (!cache) {
+        return statement(*this, stmt, SQLITE_OK, true);
+    }
+    cache_.emplace(text, stmt);
     return statement(*this, stmt, SQLITE_OK);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// A thin RAII layer over one sqlite3 connection: cached prepared statements, typed binds and
+// A thin RAII layer over one sqlite3 connection: prepared statements cached by SQL text (bounded,
+// finalised on close), typed binds and
 // columns, and the mapping of SQLite result codes onto the bridge's errc. Not thread-safe: the
 // owner serializes use of a connection with its own mutex.
 
@@ -8,7 +9,9 @@
 
 #include <sqlite3.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,8 +28,9 @@ class connection;
 // read transaction outlives a call.
 class statement {
   public:
-    statement(connection& conn, sqlite3_stmt* stmt, int prepare_rc) noexcept
-        : conn_(&conn), stmt_(stmt), prepare_rc_(prepare_rc) {}
+    // `owned`: not in the connection's cache (it was full), so finalised here instead of reset.
+    statement(connection& conn, sqlite3_stmt* stmt, int prepare_rc, bool owned = false) noexcept
+        : conn_(&conn), stmt_(stmt), prepare_rc_(prepare_rc), owned_(owned) {}
     statement(const statement&) = delete;
     statement& operator=(const statement&) = delete;
     ~statement();
@@ -53,6 +57,7 @@ class statement {
     connection* conn_;
     sqlite3_stmt* stmt_;
     int prepare_rc_;
+    bool owned_;
     int bind_rc_ = SQLITE_OK;
 };
 
@@ -65,9 +70,13 @@ class connection {
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
-    // One or more statements without parameters or results.
+    // Statements kept prepared per connection; beyond this, statements are prepared per call.
+    static constexpr std::size_t max_cached_statements = 128;
+
+    // One or more statements without parameters or results. A single statement (BEGIN, COMMIT,
+    // SAVEPOINT...) goes through the statement cache; several are run by sqlite3_exec.
     result<void> exec(const char* sql);
-    // Cached by the pointer: `sql` must be a string literal (or otherwise outlive the connection).
+    // Cached by the SQL text (the pointer need not outlive the call).
     statement prepare(const char* sql);
 
     // Number of rows the last INSERT/UPDATE/DELETE changed.
@@ -78,9 +87,17 @@ class connection {
     sqlite3* handle() noexcept { return db_; }
 
   private:
+    // Lookups by string_view without building a std::string.
+    struct text_hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const noexcept {
+            return std::hash<std::string_view>{}(s);
+        }
+    };
+
     explicit connection(sqlite3* db) : db_(db) {}
     sqlite3* db_;
-    std::unordered_map<const char*, sqlite3_stmt*> cache_; // keyed by the literal's address
+    std::unordered_map<std::string, sqlite3_stmt*, text_hash, std::equal_to<>> cache_;
 };
 
 } // namespace wopbridge::sqlite

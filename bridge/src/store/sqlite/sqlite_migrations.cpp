@@ -12,7 +12,7 @@ struct migration {
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 3> migrations{{
+constexpr std::array<migration, 4> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -205,6 +205,13 @@ CREATE TABLE outbound_dead_letters (
     expires_at       INTEGER NOT NULL
 );
 CREATE INDEX outbound_dead_letters_by_webhook ON outbound_dead_letters (webhook_id, seq);
+)sql"},
+    // 4: the due-work index. next_due_at and claim_due ask per subscription ("its earliest pending
+    // delivery"), which this answers with one seek, so their cost follows the number of
+    // subscriptions, not the backlog.
+    {4, R"sql(
+CREATE INDEX deliveries_by_subscription_status_due
+    ON deliveries (subscription_id, status, due_at, seq);
 )sql"},
 }};
 

@@ -2,6 +2,7 @@
 // thread and the synchronous mutators; one query_only read connection (guarded by read_mu_) serves
 // the reads. WAL lets reads proceed while a batch commits.
 #include "store/sqlite/sqlite_connection.hpp"
+#include "store/sqlite/sqlite_due_queries.hpp"
 #include "store/sqlite/sqlite_migrations.hpp"
 #include "store/sqlite/sqlite_outbound.hpp"
 #include "store/store.hpp"
@@ -27,7 +28,7 @@
         }                                                                                          \
     } while (0)
 
-// Column lists. Statements are cached by the address of their literal, so SQL is always a literal.
+// Column lists (statements are cached per connection by their SQL text).
 #define WB_SUB_COLS                                                                                \
     "id, tenant, source, state, workflow_id, dedup_enabled, retry_max_attempts, retry_backoff, "   \
     "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
@@ -54,6 +55,7 @@ namespace {
 using sqlite::connection;
 using sqlite::statement;
 namespace codec = store_codec;
+namespace due_queries = sqlite::due_queries;
 
 constexpr int max_page_limit = 1000;
 constexpr std::string_view deliveries_cursor = "deliveries";
@@ -463,66 +465,85 @@ class sqlite_store final : public store {
                 std::int64_t turn = 1; // the delivery's rank within its subscription
             };
             std::vector<candidate> picked;
-            {
-                // Round-robin across subscriptions (each one's oldest due delivery first, then
-                // each one's second, ...), in due order within a subscription: a subscription with
-                // a large due backlog (an always-failing workflow retrying) cannot take every slot
-                // ahead of the others' fresh deliveries.
-                auto st = writer_->prepare(
-                    "SELECT * FROM (SELECT " WB_DLV_COLS ", ROW_NUMBER() OVER ("
-                    "PARTITION BY d.subscription_id ORDER BY d.due_at, d.seq) AS turn "
-                    "FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id "
-                    "WHERE s.state = 'active' AND ((d.status = 'pending' AND d.due_at <= ?1) "
-                    "OR (d.status = 'in_flight' AND d.lease_until <= ?1))) "
-                    "ORDER BY turn, due_at, seq LIMIT ?2");
-                st.bind(1, now).bind(2, limit);
+            // Reads up to `n` rows of `sql` (?1 subscription, ?2 now, ?3 n) into `into`.
+            auto collect = [&](const char* sql, const std::string& subscription, int n,
+                               std::vector<candidate>& into) -> result<void> {
+                auto st = writer_->prepare(sql);
+                st.bind(1, subscription).bind(2, now).bind(3, n);
                 for (;;) {
                     auto row = st.step();
                     if (!row) {
                         return row.error();
                     }
                     if (!*row) {
-                        break;
+                        return {};
                     }
                     auto d = read_delivery(st);
                     if (!d) {
                         return d.error();
                     }
-                    picked.push_back({st.int64(11), std::move(*d), st.int64(12)});
+                    into.push_back({st.int64(11), std::move(*d)});
+                }
+            };
+            auto subscriptions = [&](const char* sql,
+                                     bool bind_now) -> result<std::vector<std::string>> {
+                std::vector<std::string> ids;
+                auto st = writer_->prepare(sql);
+                if (bind_now) {
+                    st.bind(1, now);
+                }
+                for (;;) {
+                    auto row = st.step();
+                    if (!row) {
+                        return row.error();
+                    }
+                    if (!*row) {
+                        return ids;
+                    }
+                    ids.push_back(st.text(0));
+                }
+            };
+            // Per subscription through the (subscription_id, status, due_at, seq) index: at most
+            // `limit` rows each, so a backlog costs a seek, not a scan and a sort.
+            auto active = subscriptions(due_queries::active_subscriptions, false);
+            if (!active) {
+                return active.error();
+            }
+            // Round-robin across subscriptions (each one's oldest due delivery first, then each
+            // one's second, ...), in due order within a subscription: a subscription with a large
+            // due backlog (an always-failing workflow retrying) cannot take every slot ahead of the
+            // others' fresh deliveries.
+            for (const auto& id : *active) {
+                std::vector<candidate> own;
+                WB_TRY(collect(due_queries::due_pending_of_subscription, id, limit, own));
+                WB_TRY(collect(due_queries::expired_leases_of_subscription, id, limit, own));
+                std::sort(own.begin(), own.end(), [](const candidate& a, const candidate& b) {
+                    return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+                });
+                std::int64_t turn = 0;
+                for (auto& c : own) {
+                    c.turn = ++turn;
+                    picked.push_back(std::move(c));
                 }
             }
-            {
-                // Half-open probes: one delivery per failed subscription whose probe time has
-                // come and which has no unexpired probe in flight.
-                auto st = writer_->prepare(
-                    "SELECT " WB_DLV_COLS " FROM deliveries d "
-                    "JOIN subscriptions s ON s.id = d.subscription_id "
-                    "WHERE s.state = 'failed' AND s.next_probe_at <= ?1 "
-                    "AND ((d.status = 'pending' AND d.due_at <= ?1) "
-                    "OR (d.status = 'in_flight' AND d.lease_until <= ?1)) "
-                    "AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE "
-                    "x.subscription_id = s.id AND x.status = 'in_flight' AND x.lease_until > ?1) "
-                    "ORDER BY d.subscription_id, d.due_at, d.seq");
-                st.bind(1, now);
-                std::string last_subscription;
-                for (;;) {
-                    auto row = st.step();
-                    if (!row) {
-                        return row.error();
-                    }
-                    if (!*row) {
-                        break;
-                    }
-                    auto d = read_delivery(st);
-                    if (!d) {
-                        return d.error();
-                    }
-                    if (d->subscription_id == last_subscription) {
-                        continue;
-                    }
-                    last_subscription = d->subscription_id;
-                    picked.push_back({st.int64(11), std::move(*d)});
+            // Half-open probes: one delivery per failed subscription whose probe time has come
+            // and which has no unexpired probe in flight.
+            auto probing = subscriptions(due_queries::probe_due_subscriptions, true);
+            if (!probing) {
+                return probing.error();
+            }
+            for (const auto& id : *probing) {
+                std::vector<candidate> first;
+                WB_TRY(collect(due_queries::due_pending_of_subscription, id, 1, first));
+                WB_TRY(collect(due_queries::expired_leases_of_subscription, id, 1, first));
+                if (first.empty()) {
+                    continue;
                 }
+                auto best = std::min_element(
+                    first.begin(), first.end(), [](const candidate& a, const candidate& b) {
+                        return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+                    });
+                picked.push_back(std::move(*best));
             }
             std::sort(picked.begin(), picked.end(), [](const candidate& a, const candidate& b) {
                 return std::tie(a.turn, a.d.due_at, a.seq) < std::tie(b.turn, b.d.due_at, b.seq);
@@ -606,19 +627,7 @@ class sqlite_store final : public store {
 
     result<std::optional<millis>> next_due_at() override {
         return read_transaction([&]() -> result<std::optional<millis>> {
-            // Only what claim_due could take: pending rows of active subscriptions, of failed ones
-            // at their probe time when no probe is in flight, and leases that will expire.
-            auto st = reader_->prepare(
-                "SELECT MIN(t) FROM ("
-                "SELECT CASE WHEN s.state = 'failed' THEN MAX(d.due_at, s.next_probe_at) "
-                "ELSE d.due_at END AS t FROM deliveries d "
-                "JOIN subscriptions s ON s.id = d.subscription_id "
-                "WHERE d.status = 'pending' AND (s.state = 'active' OR (s.state = 'failed' AND "
-                "NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.subscription_id = s.id "
-                "AND x.status = 'in_flight'))) "
-                "UNION ALL SELECT d.lease_until AS t FROM deliveries d "
-                "JOIN subscriptions s ON s.id = d.subscription_id "
-                "WHERE d.status = 'in_flight' AND s.state IN ('active', 'failed'))");
+            auto st = reader_->prepare(due_queries::next_due_at);
             auto row = st.step();
             if (!row) {
                 return row.error();

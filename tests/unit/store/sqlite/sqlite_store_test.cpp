@@ -1,6 +1,7 @@
 // SQLite-specific behaviour of the store (the shared contract is in store_contract_test.cpp). Uses
 // the backend's own connection wrapper to reach under the store, as only store/sqlite/ may.
 #include "store/sqlite/sqlite_connection.hpp"
+#include "store/sqlite/sqlite_due_queries.hpp"
 #include "store/sqlite/sqlite_migrations.hpp"
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
@@ -12,6 +13,7 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace wopbridge {
 namespace {
@@ -25,6 +27,48 @@ class SqliteStoreTest : public ::testing::Test {
         auto c = sqlite::connection::open(path(), false, 1000, why);
         EXPECT_TRUE(c) << why;
         return c ? std::move(*c) : nullptr;
+    }
+
+    // The `detail` column of EXPLAIN QUERY PLAN, one entry per plan step.
+    std::vector<std::string> plan(const char* sql) {
+        auto c = raw();
+        std::vector<std::string> out;
+        if (!c) {
+            return out;
+        }
+        const std::string explain = std::string("EXPLAIN QUERY PLAN ") + sql;
+        sqlite3_stmt* st = nullptr;
+        EXPECT_EQ(sqlite3_prepare_v2(c->handle(), explain.c_str(), -1, &st, nullptr), SQLITE_OK)
+            << c->last_error();
+        while (st != nullptr && sqlite3_step(st) == SQLITE_ROW) {
+            out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 3)));
+        }
+        sqlite3_finalize(st);
+        return out;
+    }
+
+    // Every step that reads deliveries seeks the per-subscription due index; none scans the table
+    // or walks the status index (whose cost grows with the whole backlog), none sorts.
+    void expect_per_subscription_plan(const char* name, const char* sql) {
+        auto steps = plan(sql);
+        ASSERT_FALSE(steps.empty()) << name;
+        bool seeks = false;
+        for (const auto& step : steps) {
+            SCOPED_TRACE(std::string(name) + ": " + step);
+            const bool reads_deliveries = step.rfind("SEARCH d ", 0) == 0 ||
+                                          step.rfind("SEARCH x ", 0) == 0 ||
+                                          step.rfind("SCAN d", 0) == 0 ||
+                                          step.rfind("SCAN x", 0) == 0;
+            if (reads_deliveries) {
+                EXPECT_NE(step.find("deliveries_by_subscription_status_due (subscription_id=? AND "
+                                    "status=?"),
+                          std::string::npos);
+                seeks = true;
+            }
+            EXPECT_EQ(step.find("deliveries_by_status_due"), std::string::npos);
+            EXPECT_EQ(step.find("TEMP B-TREE"), std::string::npos);
+        }
+        EXPECT_TRUE(seeks) << name;
     }
 
     testing::temp_dir dir_;
@@ -50,13 +94,19 @@ TEST_F(SqliteStoreTest, UnopenablePathIsStoreUnavailable) {
 
 TEST_F(SqliteStoreTest, MigratesOnceAndUsesWal) {
     ASSERT_TRUE(open_sqlite_store(sqlite_options{path()}));
+    auto count_after_first = [&] {
+        auto c = raw();
+        auto st = c->prepare("SELECT COUNT(*), MAX(version) FROM schema_migrations");
+        EXPECT_TRUE(st.step().value());
+        EXPECT_EQ(st.int64(1), sqlite::latest_schema_version());
+        return st.int64(0);
+    };
+    const auto applied = count_after_first();
+    EXPECT_GE(applied, 1);
     ASSERT_TRUE(open_sqlite_store(sqlite_options{path()})); // a second open applies nothing
+    EXPECT_EQ(count_after_first(), applied);
     auto c = raw();
     ASSERT_TRUE(c);
-    auto st = c->prepare("SELECT COUNT(*), MAX(version) FROM schema_migrations");
-    ASSERT_TRUE(st.step().value());
-    EXPECT_EQ(st.int64(0), sqlite::latest_schema_version());
-    EXPECT_EQ(st.int64(1), sqlite::latest_schema_version());
     auto mode = c->prepare("PRAGMA journal_mode");
     ASSERT_TRUE(mode.step().value());
     EXPECT_EQ(mode.text(0), "wal");
@@ -177,6 +227,22 @@ TEST_F(SqliteStoreTest, GroupCommitHonoursMaxBatch) {
     auto batches = (*s)->stats().intake_batches;
     EXPECT_GE(batches, 7u); // ceil(100 / 16)
     EXPECT_LE(batches, 8u); // plus the first, possibly short, batch
+}
+
+TEST_F(SqliteStoreTest, DueQueriesSeekPerSubscriptionInsteadOfScanningTheBacklog) {
+    ASSERT_TRUE(open_sqlite_store(sqlite_options{path()}));
+    expect_per_subscription_plan("next_due_at", sqlite::due_queries::next_due_at);
+    expect_per_subscription_plan("due_pending_of_subscription",
+                                 sqlite::due_queries::due_pending_of_subscription);
+    expect_per_subscription_plan("probe_due_subscriptions",
+                                 sqlite::due_queries::probe_due_subscriptions);
+    // Leases are few (at most what was claimed); their rows are found by the same seek.
+    auto leases = plan(sqlite::due_queries::expired_leases_of_subscription);
+    ASSERT_FALSE(leases.empty());
+    EXPECT_NE(leases[0].find("deliveries_by_subscription_status_due (subscription_id=? AND "
+                             "status=?"),
+              std::string::npos)
+        << leases[0];
 }
 
 } // namespace
