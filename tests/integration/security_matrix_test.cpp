@@ -141,7 +141,8 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
     const std::map<std::string, std::string> ids = {
         {"subscriptionId", "orders"},   {"runId", run_id},
         {"attemptEventId", attempt_id}, {"jobId", job_id},
-        {"webhookId", webhook_id},      {"connectorPath", "x"}};
+        {"webhookId", webhook_id},      {"connectorPath", "x"},
+        {"asset", "app.js"}};
     // Bodies that would succeed for the owner, so a 404 can only come from the tenant check.
     const std::map<http::route_id, std::string> bodies = {
         {http::route_id::subscription_create,
@@ -163,7 +164,7 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
             const std::string token = "{" + name + "}";
             if (auto at = path.find(token); at != std::string::npos) {
                 path.replace(at, token.size(), value);
-                owned = owned || name != "connectorPath";
+                owned = owned || (name != "connectorPath" && name != "asset");
             }
         }
         ASSERT_EQ(path.find('{'), std::string::npos) << "no id for " << rt.pattern;
@@ -218,7 +219,9 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
                                  "GET /readyz", "GET /metrics", "POST /v1/ingest/{subscriptionId}",
                                  "GET /v1/ingest/{subscriptionId}",
                                  "POST /v1/ingest/{subscriptionId}/{connectorPath}",
-                                 "GET /v1/ingest/{subscriptionId}/{connectorPath}"}));
+                                 "GET /v1/ingest/{subscriptionId}/{connectorPath}",
+                                 // The dashboard's static assets; its data comes from the API.
+                                 "GET /ui", "GET /ui/", "GET /ui/{asset}"}));
 
     // The foreign DELETE/PATCH probes changed nothing.
     auto sub = call("GET", "/v1/trigger-subscriptions/orders", "hk_acme");
