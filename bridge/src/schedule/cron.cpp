@@ -211,10 +211,12 @@ bool parse_duration(std::string_view text, millis& out) {
         } else {
             return false;
         }
-        total += v * unit;
-        if (total > 100LL * 365 * 24 * 3600 * 1000) {
+        // Checked before multiplying: v * unit itself can overflow (found by cron_fuzz).
+        constexpr millis longest = 100LL * 365 * 24 * 3600 * 1000;
+        if (v > (longest - total) / unit) {
             return false;
         }
+        total += v * unit;
     }
     out = total;
     return true;

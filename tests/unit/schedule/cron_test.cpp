@@ -95,6 +95,9 @@ TEST_F(CronTest, RejectsInvalidExpressionsWithPreciseMessages) {
     EXPECT_EQ(parse_error("1,,2 * * * *"), "minute field: empty list element in '1,,2'");
     EXPECT_NE(parse_error("0 0 30 2 *").find("never"), std::string::npos);
     EXPECT_EQ(parse_error("@every 500ms"), "@every: the interval must be at least 1s");
+    // A component whose product overflows 64 bits is refused, not wrapped (cron_fuzz found it).
+    EXPECT_EQ(parse_error("@every 90s888808888088d"),
+              "@every: '90s888808888088d' is not a duration (use e.g. 30s, 5m, 1h30m)");
     EXPECT_EQ(parse_error("@every soon"),
               "@every: 'soon' is not a duration (use e.g. 30s, 5m, 1h30m)");
     EXPECT_NE(parse_error("@fortnightly").find("unknown macro"), std::string::npos);
