@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer run over every parser target (tests/fuzz). Usage:
-#   scripts/fuzz.sh [seconds-per-target] [target ...]
+#   [FUZZ_SEED=N] scripts/fuzz.sh [seconds-per-target] [target ...]
 # Installs the `fuzz` package group, builds the targets with clang in build-fuzz/ (override with
 # FUZZ_BUILD_DIR), runs each for the given time (default 20 s) from its committed seed corpus and
 # prints one summary line per target. Exit 1 if any target crashed, leaked, hit a sanitizer or
@@ -37,8 +37,9 @@ for t in "${targets[@]}"; do
   out="$build/fuzz-out/$t"
   rm -rf "$out"
   mkdir -p "$out/corpus"
+  # FUZZ_SEED fixes the mutation sequence (CI uses it, so a red run is reproducible); unset = random.
   args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
-        -artifact_prefix="$out/")
+        -artifact_prefix="$out/" -seed="${FUZZ_SEED:-0}")
   dict="$root/tests/fuzz/dict/$t.dict"
   [[ -f "$dict" ]] && args+=(-dict="$dict")
   # New inputs go to the first directory (scratch), never into the committed seeds.
