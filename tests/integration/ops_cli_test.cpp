@@ -4,6 +4,8 @@
 #include "support/temp_dir.hpp"
 
 #include <boost/json.hpp>
+#include "support/eventually.hpp"
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -81,16 +83,17 @@ protected:
         }
         // The bound port appears in a log line ("port":N); wait for it, bounded.
         std::regex port_re("\"port\"\\s*:\\s*([0-9]+)");
-        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (std::chrono::steady_clock::now() < until) {
-            std::smatch m;
-            std::string text = read_file(log_);
-            if (std::regex_search(text, m, port_re) && m[1] != "0") {
-                url_ = "http://127.0.0.1:" + m[1].str();
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
+        testing::eventually(
+            [&] {
+                std::smatch m;
+                std::string text = read_file(log_);
+                if (std::regex_search(text, m, port_re) && m[1] != "0") {
+                    url_ = "http://127.0.0.1:" + m[1].str();
+                    return true;
+                }
+                return false;
+            },
+            std::chrono::seconds(20));
         ASSERT_FALSE(url_.empty()) << read_file(log_);
     }
 

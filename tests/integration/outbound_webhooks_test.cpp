@@ -10,6 +10,8 @@
 
 #include <wopbridge/signatures.hpp>
 
+#include "support/eventually.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -26,6 +28,7 @@ namespace {
 using testing_http = wopbridge::testing::http_test_server;
 using wopbridge::testing::http_request;
 using wopbridge::testing::http_response;
+using wopbridge::testing::eventually;
 using wopbridge::testing::fake_clock;
 using wopbridge::testing::seeded_random;
 using wopbridge::testing::temp_dir;
@@ -410,10 +413,7 @@ TEST_F(OutboundWebhooksTest, ASlowSubscriberDoesNotDelayAnother) {
     dispatcher_->start();
     auto began = std::chrono::steady_clock::now();
     append(run, "node.completed");
-    auto deadline = began + std::chrono::seconds(10);
-    while (server_.requests().empty() && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    eventually([&] { return !server_.requests().empty(); }, std::chrono::seconds(10));
     auto waited = std::chrono::steady_clock::now() - began;
     ASSERT_EQ(server_.requests().size(), 1U);
     EXPECT_LT(waited, std::chrono::milliseconds(3000)) << "the fast subscriber waited on the slow";

@@ -5,6 +5,8 @@
 #include "support/temp_dir.hpp"
 #include "support/webhook_signer.hpp"
 
+#include "support/eventually.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -133,21 +135,15 @@ TEST_F(ServeSignalsTest, SighupReReadsSubscriptionsWithoutARestart) {
 
     write_config(true);
     serve.signal(SIGHUP);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     long status = 0;
-    while (std::chrono::steady_clock::now() < until && (status = get("refunds").status) != 200) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling, bounded
-    }
+    eventually([&] { return (status = get("refunds").status) == 200; }, std::chrono::seconds(20));
     EXPECT_EQ(status, 200);
     EXPECT_EQ(serve.pid() > 0, true);
 
     // Removing it from the file and reloading deletes it again; the process keeps serving.
     write_config(false);
     serve.signal(SIGHUP);
-    const auto until2 = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < until2 && (status = get("refunds").status) != 404) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling, bounded
-    }
+    eventually([&] { return (status = get("refunds").status) == 404; }, std::chrono::seconds(20));
     EXPECT_EQ(status, 404);
     EXPECT_EQ(get("orders").status, 200);
     serve.signal(SIGTERM);

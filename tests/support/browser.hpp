@@ -3,15 +3,13 @@
 // child process. The script receives one JSON argument and prints one JSON object on its last stdout
 // line; the test asserts on that object. Browser tests skip (not pass) when chromium or node is absent.
 
+#include "support/child_process.hpp"
+
 #include <string>
 
 namespace wopbridge::testing {
 
-struct browser_run {
-    int exit_code = -1;
-    std::string stdout_text; // everything the script printed
-    std::string last_line;   // the script's JSON result
-};
+using browser_run = program_run; // last_line is the script's JSON result
 
 // Empty when the browser tooling is usable; otherwise why not (for GTEST_SKIP).
 std::string browser_unavailable_reason();

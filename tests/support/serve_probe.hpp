@@ -3,7 +3,9 @@
 // management API (an API key with webhooks:manage and runs:read): a subscription's deliveries and
 // state, the ingest outcome counters of /metrics, and each delivery's run log — exactly one
 // run.started whose causationId is the eventId of the delivered trigger.delivery.attempted.
-// Also: the config prelude every connector test uses, and a bounded child-program runner.
+// Also: the config prelude every connector test uses.
+
+#include "support/child_process.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,12 +18,6 @@ struct delivery_row {
     std::string delivery_id;
     std::string run_id;
     std::string status;
-};
-
-struct program_run {
-    int exit_code = -1;
-    std::string stdout_text;
-    std::string last_line;
 };
 
 class serve_probe {
@@ -58,8 +54,5 @@ std::string probe_config_prelude(const std::string& dir, const std::string& publ
 // A `runs.local.workflows` entry (YAML, indented for the list) whose command keeps the TriggerEvent
 // it receives on stdin as <events_dir>/<runId>.json.
 std::string capturing_workflow_yaml(const std::string& workflow_id, const std::string& events_dir);
-
-// Runs argv (argv[0] a path), capturing stdout; bounded by deadline_s (then killed).
-program_run run_program(const std::vector<std::string>& argv, int deadline_s = 30);
 
 } // namespace wopbridge::testing
