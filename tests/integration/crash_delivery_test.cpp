@@ -43,14 +43,7 @@ class CrashDeliveryTest : public ::testing::Test {
 protected:
     void write_config(const std::string& runs, const std::string& delivery) {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
-               "auth:\n"
-               "  apiKeys:\n"
-               "    - {key: "
-            << api_key
-            << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-               "store: {sqlite: {path: bridge.db}}\n"
-               "hostKeyFile: host.key\n"
+        out << sqlite_serve_prelude(api_key)
             << "runs: " << runs << "\n"
             << "delivery: " << delivery << "\n"
             << "subscriptions:\n"

@@ -34,15 +34,8 @@ class CrashSmtpTest : public ::testing::Test {
 protected:
     void SetUp() override {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
-               "auth:\n"
-               "  apiKeys:\n"
-               "    - {key: "
-            << api_key
-            << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-               "store: {sqlite: {path: bridge.db}}\n"
-               "hostKeyFile: host.key\n"
-               "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
+        out << sqlite_serve_prelude(api_key)
+            << "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
                "delivery: {retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 1s}\n"
                "connectors:\n"
                "  - {name: mail, module: email, settings: {listen: \"127.0.0.1:0\", "

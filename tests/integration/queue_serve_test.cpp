@@ -62,14 +62,7 @@ class QueueServeTest : public ::testing::Test {
 
     void write_config(const redis_server& redis, const config_options& o = {}) {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
-               "auth:\n"
-               "  apiKeys:\n"
-               "    - {key: "
-            << api_key
-            << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-               "store: {sqlite: {path: bridge.db}}\n"
-               "hostKeyFile: host.key\n"
+        out << sqlite_serve_prelude(api_key)
             << o.runs
             << "delivery:\n"
                "  retryPolicy: {maxAttempts: 3, backoff: none}\n"

@@ -83,15 +83,8 @@ class StoreFaultsServeTest : public ::testing::Test {
 protected:
     void SetUp() override {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
-               "auth:\n"
-               "  apiKeys:\n"
-               "    - {key: "
-            << api_key
-            << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-               "store: {sqlite: {path: bridge.db}}\n"
-               "hostKeyFile: host.key\n"
-               "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
+        out << sqlite_serve_prelude(api_key)
+            << "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
                "delivery: {retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 2s}\n"
                "subscriptions:\n"
                "  - {id: orders, source: webhook, workflowId: conformance-noop, signingSecret: \""

@@ -34,15 +34,8 @@ class UpstreamFaultsTest : public ::testing::Test {
 protected:
     void write_config(const std::string& base_url, const std::string& delivery) {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
-               "auth:\n"
-               "  apiKeys:\n"
-               "    - {key: "
-            << api_key
-            << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-               "store: {sqlite: {path: bridge.db}}\n"
-               "hostKeyFile: host.key\n"
-               "runs: {upstream: {baseUrl: \""
+        out << sqlite_serve_prelude(api_key)
+            << "runs: {upstream: {baseUrl: \""
             << base_url << "\", timeout: 10s}}\n"
             << "delivery: " << delivery << "\n"
             << "subscriptions:\n"

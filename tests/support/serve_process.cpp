@@ -19,6 +19,17 @@ std::string read_text_file(const std::string& path) {
     return ss.str();
 }
 
+std::string sqlite_serve_prelude(const std::string& api_key) {
+    return "server: {listen: \"127.0.0.1:0\"}\n"
+           "auth:\n"
+           "  apiKeys:\n"
+           "    - {key: " +
+           api_key +
+           ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
+           "store: {sqlite: {path: bridge.db}}\n"
+           "hostKeyFile: host.key\n";
+}
+
 bool serve_process::start(const std::string& config_file, const std::string& log_file,
                           int deadline_s) {
     log_ = log_file;

@@ -30,4 +30,8 @@ private:
 
 std::string read_text_file(const std::string& path);
 
+// The top of a process-level test config: loopback on port 0, one API key (tenant default, scopes
+// webhooks:manage and runs:read), the SQLite store and host key beside the config file.
+std::string sqlite_serve_prelude(const std::string& api_key);
+
 } // namespace wopbridge::testing
