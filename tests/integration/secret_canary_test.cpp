@@ -4,6 +4,9 @@
 // bodies, /metrics, discovery, the database files); request bodies never appear in the log, the
 // audit records (deliveries and dead-letter pages), /metrics or error bodies. The TriggerEvent
 // given to the run legitimately carries the body, so run reads are searched for secrets only.
+// The email connector's SMTP AUTH password (and its AUTH PLAIN base64 form) gets the same search
+// after real smtplib sessions that authenticate with it and with a wrong one.
+#include "support/child_process.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/serve_process.hpp"
@@ -20,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace wopbridge::testing {
@@ -228,6 +232,100 @@ TEST_F(SecretCanaryTest, SecretsAndBodiesAppearInNoOutput) {
     }
     EXPECT_GE(errors_.size(), 6u);
     EXPECT_GE(reads_.size(), 15u);
+}
+
+TEST_F(SecretCanaryTest, SmtpAuthPasswordAppearsInNoOutput) {
+    constexpr const char* python = "/usr/bin/python3";
+    if (::access(python, X_OK) != 0) {
+        GTEST_SKIP() << python << " is not installed";
+    }
+    constexpr const char* password = "CANARYSMTPPASSWORD9";
+    constexpr const char* wrong_password = "CANARYWRONGSMTPPASS";
+    std::ofstream(dir_.file("wopbridge.yaml"))
+        << "server: {listen: \"127.0.0.1:0\"}\n"
+           "auth:\n"
+           "  apiKeys:\n"
+           "    - {key: "
+        << api_key
+        << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
+           "store: {sqlite: {path: bridge.db}}\n"
+           "hostKeyFile: host.key\n"
+           "logging: {level: trace}\n"
+           "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
+           "connectors:\n"
+           "  - name: email\n"
+           "    module: email\n"
+           "    settings: {listen: \"127.0.0.1:0\", hostname: mx.example.test,\n"
+           "               auth: {username: mailer, password: "
+        << password
+        << "}}\n"
+           "subscriptions:\n"
+           "  - {id: mail, source: email, connector: email, workflowId: conformance-noop,\n"
+           "     settings: {addresses: [support@example.test]}}\n";
+    ASSERT_TRUE(serve_.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log"))) << serve_.error;
+    std::string log = read_text_file(dir_.file("serve.log"));
+    auto at = log.find("smtp.listening");
+    ASSERT_NE(at, std::string::npos) << log;
+    at = log.find(':', log.find("port", at));
+    const int smtp_port = std::stoi(log.substr(at + 1));
+
+    auto send = [&](const std::string& pass, const std::string& id) {
+        json::object spec{{"host", "127.0.0.1"},
+                          {"port", smtp_port},
+                          {"from", "ada@example.com"},
+                          {"rcpt", json::array{"support@example.test"}},
+                          {"subject", "canary"},
+                          {"text", std::string(body_canary) + "-mail\n"},
+                          {"messageId", "<" + id + "@example.com>"},
+                          {"auth", json::object{{"user", "mailer"}, {"password", pass}}}};
+        auto run = run_program({python,
+                                std::string(WOPBRIDGE_SOURCE_DIR) + "/tests/scripts/smtp_send.py",
+                                json::serialize(spec)});
+        EXPECT_EQ(run.exit_code, 0) << run.stdout_text;
+        boost::system::error_code ec;
+        auto v = json::parse(run.last_line, ec);
+        return ec || !v.is_object() ? json::object{} : v.as_object();
+    };
+    auto good = send(password, "canary-1");
+    EXPECT_EQ(good["auth"], 235) << json::serialize(good);
+    EXPECT_EQ(good["data"], 250) << json::serialize(good);
+    auto bad = send(wrong_password, "canary-2");
+    EXPECT_EQ(bad["auth"], 535) << json::serialize(bad);
+
+    for (const char* path : {"/v1/trigger-subscriptions", "/v1/trigger-subscriptions/mail",
+                             "/v1/trigger-subscriptions/mail/deliveries",
+                             "/v1/trigger-subscriptions/mail/dead-letters", "/v1/ops/subscriptions",
+                             "/.well-known/openwop", "/metrics"}) {
+        EXPECT_LT(call("GET", path).status, 400) << path;
+    }
+    call("PATCH", "/v1/trigger-subscriptions/mail", R"({"state":"CANARYBODY-state"})");
+
+    serve_.signal(SIGTERM);
+    ASSERT_EQ(serve_.wait_exit(), 0);
+    log = read_text_file(dir_.file("serve.log"));
+    std::string database;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+        if (e.path().filename().string().rfind("bridge.db", 0) == 0) {
+            database += read_text_file(e.path().string());
+        }
+    }
+    ASSERT_FALSE(database.empty());
+    // The passwords, and the AUTH PLAIN responses that carried them ("\0mailer\0<password>" in base64).
+    const std::vector<std::string> secrets = {password, wrong_password,
+                                              "AG1haWxlcgBDQU5BUllTTVRQUEFTU1dPUkQ5",
+                                              "AG1haWxlcgBDQU5BUllXUk9OR1NNVFBQQVNT"};
+    for (const auto& n : secrets) {
+        EXPECT_EQ(log.find(n), std::string::npos) << "'" << n << "' found in the serve log";
+        EXPECT_EQ(database.find(n), std::string::npos) << "'" << n << "' found in the database";
+        for (const auto& o : errors_) {
+            EXPECT_EQ(o.text.find(n), std::string::npos) << "'" << n << "' in " << o.what;
+        }
+        for (const auto& o : reads_) {
+            EXPECT_EQ(o.text.find(n), std::string::npos) << "'" << n << "' in " << o.what;
+        }
+    }
+    EXPECT_EQ(log.find(body_canary), std::string::npos) << "the message body is in the serve log";
+    EXPECT_EQ(reads_.size(), 7u);
 }
 
 } // namespace

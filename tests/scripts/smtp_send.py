@@ -2,8 +2,9 @@
 """One SMTP session with Python's smtplib, for the email connector's process-level tests.
 
 Usage: smtp_send.py '<json>' with {"host", "port", "from", "rcpt": [...], "subject", "text",
-"messageId"?, "attachment"?: {"filename", "mediaType", "content"}}. Prints one JSON line:
-{"ehlo": code, "mail": code, "rcpt": [codes], "data": code | null, "dataReply": text}.
+"messageId"?, "attachment"?: {"filename", "mediaType", "content"}, "auth"?: {"user", "password"}}.
+Prints one JSON line: {"ehlo": code, "auth"?: code, "mail": code, "rcpt": [codes], "data": code | null,
+"dataReply": text}. A refused AUTH ends the session after the reply (no MAIL).
 DATA is sent only when a recipient was accepted, exactly as a real MTA would.
 """
 import json
@@ -33,6 +34,14 @@ def main():
     out = {"rcpt": [], "data": None, "dataReply": ""}
     with smtplib.SMTP(spec["host"], spec["port"], timeout=15) as s:
         out["ehlo"] = s.ehlo("client.example.test")[0]
+        auth = spec.get("auth")
+        if auth:
+            try:
+                out["auth"] = s.login(auth["user"], auth["password"])[0]
+            except smtplib.SMTPAuthenticationError as e:
+                out["auth"] = e.smtp_code
+                print(json.dumps(out))
+                return
         out["mail"] = s.mail(spec["from"])[0]
         for r in spec["rcpt"]:
             out["rcpt"].append(s.rcpt(r)[0])
