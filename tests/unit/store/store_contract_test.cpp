@@ -28,6 +28,7 @@ namespace wopbridge {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
 using testing::temp_dir;
 
 constexpr millis t0 = 1767225600000;
@@ -577,6 +578,22 @@ TEST_P(StoreContractTest, ClaimDueTakesTheOldestAcrossSubscriptionsUpToTheLimit)
     EXPECT_THAT(ids(claim(t0 + 500, 4)), ElementsAre("dlv_b1", "dlv_a2", "dlv_b2", "dlv_a3"));
     EXPECT_THAT(ids(claim(t0 + 500)), ElementsAre("dlv_b3", "dlv_a4", "dlv_b4"));
     EXPECT_THAT(ids(claim(t0 + 1000)), ElementsAre("dlv_c"));
+}
+
+TEST_P(StoreContractTest, ClaimDueTakesTurnsAcrossSubscriptions) {
+    // A backlog of older due rows in one subscription does not take every slot: each claim gives
+    // every subscription its oldest due row before any gets its second.
+    add_subscription("sub_noisy");
+    add_subscription("sub_quiet");
+    for (int i = 0; i < 6; ++i) {
+        auto n = std::to_string(i);
+        must_intake(make_intake("sub_noisy", "k" + n, "n" + n, t0 + i));
+    }
+    must_intake(make_intake("sub_quiet", "k0", "q0", t0 + 100));
+    must_intake(make_intake("sub_quiet", "k1", "q1", t0 + 101));
+    EXPECT_THAT(ids(claim(t0 + 500, 3)), UnorderedElementsAre("dlv_n0", "dlv_q0", "dlv_n1"));
+    EXPECT_THAT(ids(claim(t0 + 500, 2)), UnorderedElementsAre("dlv_n2", "dlv_q1"));
+    EXPECT_THAT(ids(claim(t0 + 500)), UnorderedElementsAre("dlv_n3", "dlv_n4", "dlv_n5"));
 }
 
 TEST_P(StoreContractTest, DeliveredAttemptStartsTheRunLog) {

@@ -449,17 +449,26 @@ class postgres_store final : public store {
                 c.exec("WITH c AS (UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
                        "updated_at = $1, lease_token = nextval('lease_tokens') "
                        // Per active subscription, its first $3 due rows in index order (a
-                       // seek, not a pass over the backlog), plus expired leases (few).
+                       // seek, not a pass over the backlog), plus expired leases (few), taken
+                       // in turns: every subscription's oldest due row, then every one's
+                       // second, ... So a subscription with a large due backlog (an
+                       // always-failing workflow retrying) cannot take every slot ahead of
+                       // the others' fresh deliveries. (Window functions cannot share a
+                       // query level with FOR UPDATE, hence the extra layer.)
                        "WHERE d.seq = ANY(ARRAY(SELECT c.seq FROM ("
-                       "SELECT y.seq, y.due_at FROM subscriptions s CROSS JOIN LATERAL ("
-                       "SELECT x.seq, x.due_at FROM deliveries x WHERE x.subscription_id = s.id "
-                       "AND x.status = 'pending' AND x.due_at <= $1 ORDER BY x.due_at, x.seq "
-                       "LIMIT $3 FOR UPDATE OF x SKIP LOCKED) y WHERE s.state = 'active' "
-                       "UNION ALL SELECT z.seq, z.due_at FROM (SELECT x.seq, x.due_at "
+                       "SELECT y.seq, y.due_at, y.turn FROM subscriptions s CROSS JOIN LATERAL ("
+                       "SELECT l.seq, l.due_at, row_number() OVER (ORDER BY l.due_at, l.seq) "
+                       "AS turn FROM (SELECT x.seq, x.due_at FROM deliveries x "
+                       "WHERE x.subscription_id = s.id AND x.status = 'pending' "
+                       "AND x.due_at <= $1 ORDER BY x.due_at, x.seq "
+                       "LIMIT $3 FOR UPDATE OF x SKIP LOCKED) l) y WHERE s.state = 'active' "
+                       "UNION ALL SELECT z.seq, z.due_at, row_number() OVER ("
+                       "PARTITION BY z.subscription_id ORDER BY z.due_at, z.seq) FROM ("
+                       "SELECT x.seq, x.due_at, x.subscription_id "
                        "FROM deliveries x JOIN subscriptions s ON s.id = x.subscription_id "
                        "WHERE s.state = 'active' AND x.status = 'in_flight' "
                        "AND x.lease_until <= $1 FOR UPDATE OF x SKIP LOCKED) z) c "
-                       "ORDER BY c.due_at, c.seq LIMIT $3)) "
+                       "ORDER BY c.turn, c.due_at, c.seq LIMIT $3)) "
                        "RETURNING " WB_DLV_COLS ", d.lease_token) "
                        "SELECT c.*, f.probe FROM (SELECT EXISTS (SELECT 1 FROM subscriptions "
                        "WHERE state = 'failed' AND next_probe_at <= $1) AS probe) f "
