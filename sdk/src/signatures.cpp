@@ -17,33 +17,39 @@ namespace {
 
 // HMAC() (EVP_Q_mac underneath) fetches the algorithm and the digest from OpenSSL 3's provider
 // registry on every call, which costs more than the MAC of a short message. One prototype context
-// per digest, made once (thread-safe static), is duplicated per call instead. Deliberately never
-// freed: OpenSSL may be torn down before static destructors run.
-EVP_MAC_CTX* make_prototype(const char* digest) {
+// per digest, made once (thread-safe static), is duplicated per call instead.
+//
+// Freed by its static's destructor: the SDK is linked into every connector module, and a module's
+// statics die at dlclose while libcrypto stays loaded, so a never-freed prototype would leak per
+// load. The destructor is registered after make_prototype returns, i.e. after OpenSSL registered its
+// own atexit cleanup during the fetch, so at exit it runs first (reverse order of registration).
+using mac_ctx_ptr = std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)>;
+
+mac_ctx_ptr make_prototype(const char* digest) {
+    mac_ctx_ptr none(nullptr, &EVP_MAC_CTX_free);
     EVP_MAC* mac = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
     if (mac == nullptr) {
-        return nullptr;
+        return none;
     }
-    EVP_MAC_CTX* ctx = EVP_MAC_CTX_new(mac);
+    mac_ctx_ptr ctx(EVP_MAC_CTX_new(mac), &EVP_MAC_CTX_free);
     EVP_MAC_free(mac); // the context keeps its own reference
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>(digest), 0),
         OSSL_PARAM_construct_end()};
-    if (ctx == nullptr || EVP_MAC_CTX_set_params(ctx, params) != 1) {
-        EVP_MAC_CTX_free(ctx);
-        return nullptr;
+    if (ctx == nullptr || EVP_MAC_CTX_set_params(ctx.get(), params) != 1) {
+        return none;
     }
     return ctx;
 }
 
 const EVP_MAC_CTX* sha256_prototype() {
-    static EVP_MAC_CTX* const proto = make_prototype("SHA256");
-    return proto;
+    static const mac_ctx_ptr proto = make_prototype("SHA256");
+    return proto.get();
 }
 
 const EVP_MAC_CTX* sha1_prototype() {
-    static EVP_MAC_CTX* const proto = make_prototype("SHA1");
-    return proto;
+    static const mac_ctx_ptr proto = make_prototype("SHA1");
+    return proto.get();
 }
 
 std::string hmac(const EVP_MAC_CTX* proto, std::string_view key, std::string_view message) {

@@ -139,7 +139,13 @@ TEST_F(OverloadTest, AFloodPastTheInFlightBoundIsAnsweredFast503sWithBoundedMemo
     // A 503 is written before the body is read: it does not wait behind the accepted work.
     EXPECT_LT(median, 0.25);
     EXPECT_GT(peak, 0);
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer keeps freed memory in quarantine (256 MiB) and adds shadow memory: the
+    // process's RSS measures the sanitizer, not the bridge. The bound is checked in normal builds.
+    std::printf("[ overload ] RSS bound not checked under AddressSanitizer\n");
+#else
     EXPECT_LT(peak, peak_rss_bound_kib);
+#endif
 
     // Still serving, and what was accepted is committed.
     http_call health;

@@ -5,6 +5,7 @@
 // run.started whose causationId is the eventId of the delivered trigger.delivery.attempted.
 // Also: the config prelude every connector test uses.
 
+#include "support/bridge_reads.hpp"
 #include "support/child_process.hpp"
 
 #include <gtest/gtest.h>
@@ -13,12 +14,6 @@
 #include <vector>
 
 namespace wopbridge::testing {
-
-struct delivery_row {
-    std::string delivery_id;
-    std::string run_id;
-    std::string status;
-};
 
 class serve_probe {
 public:

@@ -426,6 +426,13 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
 
         auto ex = std::make_shared<exchange>(conn->strand);
         conn->current = ex;
+        // A stream and its exchange point at each other (the stream posts into the exchange);
+        // the request's end, however it ends (also a coroutine destroyed at shutdown), breaks
+        // the cycle, or every streamed response would leak both.
+        struct stream_release {
+            exchange& ex;
+            ~stream_release() { ex.stream.reset(); }
+        } release_stream{*ex};
         {
             auto sink = std::make_shared<sink_impl>(ex, conn->strand, gate, scheduler);
             handler->handle(std::move(req), std::move(sink));

@@ -821,6 +821,20 @@ struct connector_host::impl {
         return {};
     }
 
+    // An instance abandoned at stop (work still in flight): its threads may still run module code,
+    // so the module stays mapped, and its connector object is never destroyed. Both stay reachable
+    // from this process-lifetime list, so a leak checker reports kept memory as kept, not lost.
+    static void keep_for_process_life(std::shared_ptr<void> module, wb_connector* conn) {
+        struct abandoned {
+            std::shared_ptr<void> module;
+            wb_connector* conn;
+        };
+        static std::mutex mu;
+        static auto* const kept = new std::vector<abandoned>();
+        std::lock_guard lk(mu);
+        kept->push_back({std::move(module), conn});
+    }
+
     module_result<void> stop_instance(instance& inst) {
         std::lock_guard control(inst.control_mu);
         const phase ph = inst.state.load();
@@ -888,8 +902,7 @@ struct connector_host::impl {
             inst.errors++;
             host_log(inst, "error",
                      "in-flight work did not finish by the stop deadline; instance leaked");
-            // Its threads may still run module code: keep the module mapped for the process's life.
-            static_cast<void>(new std::shared_ptr<void>(inst.module.handle));
+            keep_for_process_life(inst.module.handle, inst.conn);
             return fail(inst, "did not finish in-flight work by the stop deadline");
         }
         try {
