@@ -663,8 +663,8 @@ void server::stop(std::chrono::milliseconds deadline) {
     }
     auto close_where = [&s](bool only_idle) {
         std::lock_guard lock(s.conns_mu);
-        for (auto& [id, conn] : s.conns) {
-            net::post(conn->strand, [conn, only_idle] {
+        for (auto& entry : s.conns) {
+            net::post(entry.second->strand, [conn = entry.second, only_idle] {
                 if (only_idle && !conn->idle) {
                     return;
                 }
