@@ -1,6 +1,7 @@
 // The vendor-facing CLI on the built modules: `wopbridge connectors` lists every connector with its
 // version, status and ABI, and `wopbridge connector-check` passes on the four channel connectors
 // and the hello connector (exit 0: no check failed).
+#include "support/build_paths.hpp"
 #include "support/child_process.hpp"
 
 #include <gtest/gtest.h>

@@ -3,6 +3,7 @@
 // a dead letter appears, replay it, see the run. The browser part skips without the tooling.
 
 #include "support/browser.hpp"
+#include "support/build_paths.hpp"
 #include "support/http_client.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"

@@ -1,5 +1,6 @@
 // Every example config under examples/*/ passes `wopbridge check-config` with its documented
 // environment variables set, so a copy-paste of an example never starts from a broken file.
+#include "support/build_paths.hpp"
 #include "support/child_process.hpp"
 #include "support/serve_process.hpp"
 

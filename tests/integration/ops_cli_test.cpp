@@ -1,6 +1,7 @@
 // The CLI client against the real `wopbridge serve` binary on a temporary config (port 0).
 // Skipped while the program has no `serve` command (it lands on main separately).
 
+#include "support/build_paths.hpp"
 #include "support/temp_dir.hpp"
 
 #include <boost/json.hpp>

@@ -211,6 +211,34 @@ TEST_F(OutboundWebhooksTest, SignaturesVerifyAndTheBodyIsTheVerbatimEvent) {
     EXPECT_EQ(dispatcher_->run_due(clock_.now_ms() + hour), 0);
 }
 
+TEST_F(OutboundWebhooksTest, AUrlWithAQueryIsSealedAtRestAndDeliveredWhole) {
+    make_dispatcher(false);
+    const std::string with_token = url() + "?token=CANARYQUERYTOKEN";
+    auto hook = register_hook(with_token, {"run.started"});
+    EXPECT_EQ(hook.record.url, with_token); // the registration answer shows what was registered
+    auto stored = store_->get_outbound_webhook(hook.record.id);
+    ASSERT_TRUE(stored);
+    EXPECT_TRUE(stored->url.starts_with("v1:")) << stored->url;
+    EXPECT_EQ(stored->url.find("CANARYQUERYTOKEN"), std::string::npos);
+    auto read = dispatcher_->get("acme", hook.record.id);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->url, with_token);
+    auto listed = dispatcher_->list("acme");
+    ASSERT_TRUE(listed);
+    ASSERT_EQ(listed->size(), 1U);
+    EXPECT_EQ(listed->front().url, with_token);
+
+    make_run();
+    EXPECT_EQ(dispatcher_->run_due(clock_.now_ms()), 1);
+    auto reqs = server_.requests();
+    ASSERT_EQ(reqs.size(), 1U);
+    EXPECT_EQ(reqs[0].target, "/hook?token=CANARYQUERYTOKEN");
+
+    // Without a query there is nothing to hide: stored as given, readable by an operator.
+    auto plain = register_hook(url(), {"run.completed"});
+    EXPECT_EQ(store_->get_outbound_webhook(plain.record.id)->url, url());
+}
+
 TEST_F(OutboundWebhooksTest, ASubscriberDownForAWhileGetsEveryEventOnceItIsBack) {
     make_dispatcher(true);
     auto hook = register_hook(url(), {"node.completed"});

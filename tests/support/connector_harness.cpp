@@ -1,6 +1,7 @@
 #include "support/connector_harness.hpp"
 
 #include "core/blob_store.hpp"
+#include "support/build_paths.hpp"
 #include "support/temp_dir.hpp"
 
 #include <boost/json/parse.hpp>

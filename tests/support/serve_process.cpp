@@ -1,5 +1,7 @@
 #include "support/serve_process.hpp"
 
+#include "support/build_paths.hpp"
+
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>

@@ -26,6 +26,26 @@ namespace {
 
 constexpr std::size_t max_response_bytes = 64 * 1024; // read and discarded
 
+// A registered URL with a query or fragment (where subscribers put tokens) is sealed at rest like the
+// secrets, so a copy of the database alone does not reveal it. Sealed text starts "v1:", which no
+// accepted (http/https) URL does; rows stored in clear read as they are.
+bool url_may_carry_token(const std::string& url) {
+    return url.find_first_of("?#") != std::string::npos;
+}
+
+result<std::string> open_url(const secret_box& box, const std::string& stored) {
+    if (!stored.starts_with("v1:")) {
+        return stored;
+    }
+    return box.unseal(stored);
+}
+
+// For reads: the URL as registered, or "" when it cannot be opened (the host key changed).
+std::string readable_url(const secret_box& box, const std::string& stored) {
+    auto url = open_url(box, stored);
+    return url ? std::move(*url) : std::string();
+}
+
 size_t discard_body(char*, size_t size, size_t n, void* user) {
     auto* total = static_cast<std::size_t*>(user);
     *total += size * n;
@@ -248,6 +268,11 @@ struct webhook_dispatcher::impl {
                 standard = *s;
             }
         }
+        auto url = open_url(box, w->url);
+        if (!url) {
+            return fail("url-unavailable");
+        }
+        w->url = std::move(*url);
         std::string why;
         auto target = check_webhook_url(w->url, opts.allow_loopback_http, why);
         if (!target) {
@@ -451,7 +476,11 @@ result<webhook_registered> webhook_dispatcher::register_webhook(const webhook_re
     w.secret_fingerprint = secret_fingerprint(out.secret);
     w.state = sub_state::active;
     w.created_at = w.updated_at = m.clock.now_ms();
-    if (auto r = m.st.insert_outbound_webhook(w); !r) {
+    auto stored = w;
+    if (url_may_carry_token(w.url)) {
+        stored.url = m.box.seal(w.url, m.random);
+    }
+    if (auto r = m.st.insert_outbound_webhook(stored); !r) {
         return r.error();
     }
     log_line("info", "outbound.webhook.registered",
@@ -460,13 +489,22 @@ result<webhook_registered> webhook_dispatcher::register_webhook(const webhook_re
 }
 
 result<std::vector<outbound_webhook>> webhook_dispatcher::list(const std::string& tenant) {
-    return impl_->st.list_outbound_webhooks(tenant);
+    auto all = impl_->st.list_outbound_webhooks(tenant);
+    if (all) {
+        for (auto& w : *all) {
+            w.url = readable_url(impl_->box, w.url);
+        }
+    }
+    return all;
 }
 
 result<outbound_webhook> webhook_dispatcher::get(const std::string& tenant, const std::string& id) {
     auto w = impl_->st.get_outbound_webhook(id);
     if (w && w->tenant != tenant) {
         return make_error_code(errc::not_found);
+    }
+    if (w) {
+        w->url = readable_url(impl_->box, w->url);
     }
     return w;
 }

@@ -1,5 +1,6 @@
 #include "plugins/connector_check.hpp"
 
+#include "support/build_paths.hpp"
 #include "support/temp_dir.hpp"
 
 #include "wopbridge/signatures.hpp"

@@ -3,6 +3,7 @@
 // past its queue are refused at once, and another connector keeps answering meanwhile.
 #include "plugins/connector_host.hpp"
 
+#include "support/build_paths.hpp"
 #include "support/fake_clock.hpp"
 #include "support/temp_dir.hpp"
 

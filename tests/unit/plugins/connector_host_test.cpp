@@ -2,6 +2,7 @@
 // subscribe, respond only after the commit, duplicates, contained exceptions, and the host's 503
 // for a connector that never answers.
 #include "plugins/connector_host.hpp"
+#include "support/build_paths.hpp"
 #include "support/fake_clock.hpp"
 #include "support/temp_dir.hpp"
 

@@ -1,5 +1,6 @@
 // The example connector end to end through the plugin host (no bridge: a recording sink commits).
 #include "plugins/connector_host.hpp"
+#include "support/build_paths.hpp"
 #include "support/fake_clock.hpp"
 
 #include "wopbridge/signatures.hpp"

@@ -1,5 +1,6 @@
 // The load gates: each refusal is one line naming the file and the reason.
 #include "plugins/module_loader.hpp"
+#include "support/build_paths.hpp"
 #include "support/temp_dir.hpp"
 
 #include "wopbridge/connector.h"
