@@ -1,5 +1,7 @@
 #include "support/redis_server.hpp"
 
+#include "support/eventually.hpp"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -173,21 +175,17 @@ void redis_server::start() {
 }
 
 bool redis_server::wait_ready(std::chrono::milliseconds timeout) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    auto pause = std::chrono::milliseconds(5);
-    while (std::chrono::steady_clock::now() < deadline) {
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-            return false; // exited (e.g. the port was taken meanwhile)
-        }
-        if (ping(port_, options_.password)) {
-            return true;
-        }
-        // Retry with a short, growing pause: the server is still starting.
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::milliseconds(100));
-    }
-    return false;
+    bool exited = false;
+    bool ready = false;
+    eventually(
+        [&] {
+            int status = 0;
+            exited = ::waitpid(pid_, &status, WNOHANG) == pid_; // e.g. the port was taken meanwhile
+            ready = !exited && ping(port_, options_.password);
+            return exited || ready;
+        },
+        timeout);
+    return ready;
 }
 
 void redis_server::wait_exit() {

@@ -96,32 +96,32 @@ run_log read_run_log(const std::string& base_url, const std::string& api_key,
                      const std::string& run_id, bool until_complete) {
     run_log log;
     std::string last;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    while (std::chrono::steady_clock::now() < until) {
-        http_call c;
-        c.url = base_url + "/v1/runs/" + run_id + "/events/poll?timeout=1" +
-                (last.empty() ? "" : "&lastSequence=" + last);
-        c.headers = {{"authorization", "Bearer " + api_key}};
-        auto r = perform(c);
-        boost::system::error_code ec;
-        auto v = json::parse(r.body, ec);
-        if (r.status != 200 || ec || !v.is_object()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20)); // retry, bounded
-            continue;
-        }
-        for (const auto& e : v.at("events").as_array()) {
-            log.events.push_back(e.as_object());
-            last = std::to_string(e.at("sequence").to_number<std::int64_t>());
-        }
-        log.complete = v.at("isComplete").as_bool();
-        bool started = false;
-        for (const auto& e : log.events) {
-            started = started || e.at("type") == "run.started";
-        }
-        if (log.complete || (!until_complete && started)) {
-            break;
-        }
-    }
+    // Each step is one long poll (up to 1 s): done when the run is complete (or has started, when
+    // that is all the caller needs); an unreadable answer is simply polled again.
+    eventually(
+        [&] {
+            http_call c;
+            c.url = base_url + "/v1/runs/" + run_id + "/events/poll?timeout=1" +
+                    (last.empty() ? "" : "&lastSequence=" + last);
+            c.headers = {{"authorization", "Bearer " + api_key}};
+            auto r = perform(c);
+            boost::system::error_code ec;
+            auto v = json::parse(r.body, ec);
+            if (r.status != 200 || ec || !v.is_object()) {
+                return false;
+            }
+            for (const auto& e : v.at("events").as_array()) {
+                log.events.push_back(e.as_object());
+                last = std::to_string(e.at("sequence").to_number<std::int64_t>());
+            }
+            log.complete = v.at("isComplete").as_bool();
+            bool started = false;
+            for (const auto& e : log.events) {
+                started = started || e.at("type") == "run.started";
+            }
+            return log.complete || (!until_complete && started);
+        },
+        std::chrono::seconds(15));
     return log;
 }
 

@@ -1,6 +1,7 @@
 #include "support/serve_process.hpp"
 
 #include "support/build_paths.hpp"
+#include "support/eventually.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -51,26 +52,33 @@ bool serve_process::start(const std::string& config_file, const std::string& log
     }
     // The startup banner carries "port":N. Several starts may append to one log: take the last.
     const std::regex port_re("\"event\":\"wopbridge.started\".*?\"port\":([0-9]+)");
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
     const std::size_t skip = read_text_file(log_file).size();
-    while (std::chrono::steady_clock::now() < until) {
-        std::string text = read_text_file(log_file);
-        std::string fresh = text.size() > skip ? text.substr(skip) : std::string();
-        std::smatch m;
-        if (std::regex_search(fresh, m, port_re) && m[1] != "0") {
-            url_ = "http://127.0.0.1:" + m[1].str();
-            return true;
-        }
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-            pid_ = -1;
-            error = "wopbridge serve exited during startup:\n" + fresh;
-            return false;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // polling a log file, bounded
+    std::string fresh;
+    bool exited = false;
+    const bool settled = eventually(
+        [&] {
+            std::string text = read_text_file(log_file);
+            fresh = text.size() > skip ? text.substr(skip) : std::string();
+            std::smatch m;
+            if (std::regex_search(fresh, m, port_re) && m[1] != "0") {
+                url_ = "http://127.0.0.1:" + m[1].str();
+                return true;
+            }
+            int status = 0;
+            exited = ::waitpid(pid_, &status, WNOHANG) == pid_;
+            return exited;
+        },
+        std::chrono::seconds(deadline_s));
+    if (exited) {
+        pid_ = -1;
+        error = "wopbridge serve exited during startup:\n" + fresh;
+        return false;
     }
-    error = "no startup line within the deadline:\n" + read_text_file(log_file);
-    return false;
+    if (!settled) {
+        error = "no startup line within the deadline:\n" + read_text_file(log_file);
+        return false;
+    }
+    return true;
 }
 
 void serve_process::signal(int sig) const {
@@ -83,15 +91,11 @@ int serve_process::wait_exit(int deadline_s) {
     if (pid_ <= 0) {
         return -1;
     }
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
     int status = 0;
-    while (std::chrono::steady_clock::now() < until) {
-        pid_t r = ::waitpid(pid_, &status, WNOHANG);
-        if (r == pid_) {
-            pid_ = -1;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10)); // polling a child, bounded
+    if (eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; },
+                   std::chrono::seconds(deadline_s))) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     }
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, &status, 0);

@@ -2,6 +2,7 @@
 // throwaway redis-server; messages are produced with the real redis-cli.
 
 #include "support/connector_harness.hpp"
+#include "support/eventually.hpp"
 #include "support/redis_server.hpp"
 #include "support/schema_check.hpp"
 
@@ -94,19 +95,6 @@ class QueueModuleTest : public ::testing::Test {
             return -1; // e.g. NOGROUP: the group does not exist (yet)
         }
         return std::stoi(r.out.substr(0, r.out.find('\n')));
-    }
-
-    // Polls a condition until it holds or the deadline passes.
-    static bool eventually(const std::function<bool()>& cond,
-                           std::chrono::milliseconds timeout = 10s) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (cond()) {
-                return true;
-            }
-            std::this_thread::sleep_for(10ms);
-        }
-        return cond();
     }
 
     // Submits per provider event id, by outcome.
