@@ -901,7 +901,8 @@ struct connector_host::impl {
         if (!idle) {
             inst.errors++;
             host_log(inst, "error",
-                     "in-flight work did not finish by the stop deadline; instance abandoned, kept for the process's life");
+                     "in-flight work did not finish by the stop deadline; instance abandoned "
+                     "(kept for the process's life)");
             keep_for_process_life(inst.module.handle, inst.conn);
             return fail(inst, "did not finish in-flight work by the stop deadline");
         }
