@@ -15,4 +15,27 @@ result<intake_outcome> store::intake_sync(intake_request req) {
     return future.get();
 }
 
+std::vector<result<void>> store::record_attempts(const std::vector<attempt_record>& recs) {
+    std::vector<result<void>> out;
+    out.reserve(recs.size());
+    for (const auto& rec : recs) {
+        out.push_back(record_attempt(rec));
+    }
+    return out;
+}
+
+result<std::map<std::string, std::string>>
+store::delivery_contents(const std::vector<std::string>& delivery_ids) {
+    std::map<std::string, std::string> out;
+    for (const auto& id : delivery_ids) {
+        auto content = delivery_content(id);
+        if (content) {
+            out.emplace(id, std::move(*content));
+        } else if (content.error() != make_error_code(errc::not_found)) {
+            return content.error();
+        }
+    }
+    return out;
+}
+
 } // namespace wopbridge

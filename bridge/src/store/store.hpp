@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -223,6 +224,15 @@ public:
     virtual result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) = 0;
     virtual result<std::string> delivery_content(const std::string& delivery_id) = 0;
     virtual result<void> record_attempt(const attempt_record& rec) = 0;
+    // Several attempts at once: where the backend can, in one transaction (one fsync, shared with
+    // intake's group commit on SQLite), each record in its own savepoint so one that fails (a
+    // settled delivery: conflict) leaves the others; a commit that fails fails them all. One result
+    // per record, in order. The default records them one by one through record_attempt.
+    virtual std::vector<result<void>> record_attempts(const std::vector<attempt_record>& recs);
+    // The contents of several deliveries by id; a missing one is absent from the map. The default
+    // reads them one by one through delivery_content.
+    virtual result<std::map<std::string, std::string>>
+    delivery_contents(const std::vector<std::string>& delivery_ids);
     virtual result<std::optional<millis>> next_due_at() = 0; // earliest pending due time, if any
     virtual result<page<delivery>> list_deliveries(const std::string& subscription_id,
                                                    const page_request& req) = 0;
@@ -322,6 +332,9 @@ struct sqlite_options {
     // Size cap in database pages (0 = none). Past it writes fail like on a full disk:
     // store_unavailable, nothing half-written. (Never below the current size.)
     std::int64_t max_page_count = 0;
+    // WAL size (pages) past which the checkpointer copies it back and restarts it; the WAL stays
+    // near this size under sustained load and is truncated after a second without commits.
+    int checkpoint_pages = 4096;
 };
 
 // `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable

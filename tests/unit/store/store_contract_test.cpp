@@ -730,6 +730,69 @@ TEST_P(StoreContractTest, StateChangeConflictInAttemptRollsBackEverything) {
     EXPECT_TRUE(store_->list_dead_letters("sub_a", {}, t0)->items.empty());
 }
 
+TEST_P(StoreContractTest, RecordAttemptsCommitsABatchAndIsolatesAFailingRecord) {
+    add_subscription("sub_a");
+    add_subscription("sub_b");
+    for (int i = 1; i <= 4; ++i) {
+        must_intake(make_intake(i % 2 ? "sub_a" : "sub_b", "k" + std::to_string(i),
+                                std::to_string(i)));
+    }
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 4u);
+    std::map<std::string, delivery> by_id;
+    for (const auto& d : claimed) {
+        by_id[d.id] = d;
+    }
+    // dlv_2 is settled first (as by a claimer whose lease expired): its batched record conflicts.
+    ASSERT_TRUE(store_->record_attempt(delivered_record(by_id["dlv_2"], 1, t0 + 5)));
+    const auto commits_before = store_->stats().commits;
+
+    auto retrying = base_record(by_id["dlv_3"], 1, attempt_outcome::retrying, t0 + 10);
+    retrying.next_due_at = t0 + 5000;
+    retrying.consecutive_failures = 1;
+    retrying.error = "upstream 503";
+    std::vector<attempt_record> batch{delivered_record(by_id["dlv_1"], 1, t0 + 10),
+                                      delivered_record(by_id["dlv_2"], 1, t0 + 10), retrying,
+                                      delivered_record(by_id["dlv_4"], 1, t0 + 10)};
+    auto out = store_->record_attempts(batch);
+    ASSERT_EQ(out.size(), 4u);
+    EXPECT_TRUE(out[0]);
+    EXPECT_EQ(out[1].error(), errc::conflict);
+    EXPECT_TRUE(out[2]);
+    EXPECT_TRUE(out[3]);
+    EXPECT_GT(store_->stats().commits, commits_before);
+
+    for (const char* run : {"run_1", "run_4"}) {
+        auto events = store_->run_events_after(run, -1, 100);
+        ASSERT_TRUE(events) << run;
+        ASSERT_EQ(events->size(), 2u) << run;
+        EXPECT_EQ((*events)[0].sequence, 0);
+        EXPECT_EQ((*events)[0].type, "trigger.delivery.attempted");
+        EXPECT_EQ((*events)[1].sequence, 1);
+        EXPECT_EQ((*events)[1].type, "run.started");
+        EXPECT_EQ((*events)[1].causation_id, (*events)[0].event_id);
+    }
+    EXPECT_EQ(store_->get_delivery("dlv_1")->status, delivery_status::delivered);
+    EXPECT_EQ(store_->get_delivery("dlv_4")->status, delivery_status::delivered);
+    auto d3 = store_->get_delivery("dlv_3");
+    EXPECT_EQ(d3->status, delivery_status::pending);
+    EXPECT_EQ(d3->due_at, t0 + 5000);
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 1);
+    // The conflicting record changed nothing: dlv_2's run still has only its first two events.
+    EXPECT_EQ(store_->run_events_after("run_2", -1, 100)->size(), 2u);
+}
+
+TEST_P(StoreContractTest, BatchedContentsReadEveryDeliveryAndSkipUnknownIds) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k1", "1"));
+    must_intake(make_intake("sub_a", "k2", "2"));
+    auto contents = store_->delivery_contents({"dlv_1", "dlv_nope", "dlv_2"});
+    ASSERT_TRUE(contents) << contents.error().message();
+    ASSERT_EQ(contents->size(), 2u);
+    EXPECT_EQ(contents->at("dlv_1"), R"({"body":"secret content 1"})");
+    EXPECT_EQ(contents->at("dlv_2"), R"({"body":"secret content 2"})");
+}
+
 TEST_P(StoreContractTest, ChangeStateIsCompareAndSet) {
     add_subscription("sub_a");
     state_change wrong{"sub_a", source_kind::webhook, sub_state::paused, sub_state::active,

@@ -543,6 +543,44 @@ class postgres_store final : public store {
         return out;
     }
 
+    // One transaction for the whole batch (BEGIN and COMMIT once, two statements a record). A
+    // record that fails (a settlement another node made first) undoes the batch; then each record
+    // is tried on its own, so the others still commit.
+    std::vector<result<void>> record_attempts(const std::vector<attempt_record>& recs) override {
+        if (recs.size() <= 1) {
+            return store::record_attempts(recs);
+        }
+        std::vector<std::optional<std::int64_t>> tokens(recs.size());
+        {
+            std::lock_guard lock(lease_mu_);
+            for (std::size_t i = 0; i < recs.size(); ++i) {
+                if (auto it = leases_.find(recs[i].delivery_id); it != leases_.end()) {
+                    tokens[i] = it->second.token;
+                }
+            }
+        }
+        auto all = transaction([&](connection& c) -> result<void> {
+            for (std::size_t i = 0; i < recs.size(); ++i) {
+                if (recs[i].attempt.outcome == attempt_outcome::delivered && !recs[i].run) {
+                    return errc::invalid_argument;
+                }
+                WB_TRY(record_attempt_locked(c, recs[i], tokens[i]));
+            }
+            return {};
+        });
+        if (all) {
+            std::lock_guard lock(lease_mu_);
+            for (const auto& rec : recs) {
+                leases_.erase(rec.delivery_id);
+            }
+            return std::vector<result<void>>(recs.size());
+        }
+        if (all.error() == errc::store_unavailable) {
+            return std::vector<result<void>>(recs.size(), all.error());
+        }
+        return store::record_attempts(recs);
+    }
+
     result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
         return read([&](connection& c) -> result<std::vector<subscription_delivery_stats>> {
             auto r = c.exec(

@@ -10,14 +10,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <variant>
 
 // Propagates the error of a result-returning expression.
 #define WB_TRY(expr)                                                                               \
@@ -275,6 +278,20 @@ result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
     return sequence;
 }
 
+// The event at a known `sequence` of a run created in this transaction.
+result<void> insert_new_run_event(connection& c, const std::string& run_id, std::int64_t sequence,
+                                  std::string_view type, const std::string& payload,
+                                  const std::string& causation_id, const std::string& event_id,
+                                  millis at) {
+    auto st = c.prepare("INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, "
+                        "timestamp, causation_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    st.bind(1, run_id).bind(2, sequence).bind(3, event_id).bind(4, type).bind(5, payload);
+    st.bind(6, at).bind_or_null(7, causation_id);
+    WB_TRY(st.run());
+    WB_TRY(sqlite::outbound::enqueue(c, run_id, sequence, at));
+    return {};
+}
+
 result<std::int64_t> insert_subscription_event(connection& c, const std::string& subscription_id,
                                                std::string_view type, const std::string& payload,
                                                const std::string& causation_id,
@@ -315,10 +332,13 @@ result<void> apply_state_change(connection& c, const state_change& change,
 class sqlite_store final : public store {
   public:
     sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<connection> reader,
-                 int max_batch)
+                 std::unique_ptr<connection> checkpointer, int max_batch, int checkpoint_pages)
         : writer_(std::move(writer)), reader_(std::move(reader)),
-          max_batch_(std::max(1, max_batch)) {
+          checkpointer_(std::move(checkpointer)), max_batch_(std::max(1, max_batch)),
+          checkpoint_pages_(std::max(1, checkpoint_pages)) {
+        sqlite3_wal_hook(writer_->handle(), &sqlite_store::on_wal_commit, this);
         thread_ = std::thread([this] { writer_loop(); });
+        ckpt_thread_ = std::thread([this] { checkpointer_loop(); });
     }
 
     ~sqlite_store() override {
@@ -328,6 +348,13 @@ class sqlite_store final : public store {
         }
         queue_cv_.notify_all();
         thread_.join(); // the loop drains the queue first: every callback gets its answer
+        {
+            std::lock_guard lock(ckpt_mu_);
+            ckpt_stopping_ = true;
+        }
+        ckpt_cv_.notify_all();
+        ckpt_thread_.join();
+        sqlite3_wal_hook(writer_->handle(), nullptr, nullptr);
     }
 
     // ---- subscriptions ----
@@ -426,6 +453,7 @@ class sqlite_store final : public store {
             std::unique_lock lock(queue_mu_);
             if (!stopping_) {
                 queue_.push_back(queued_intake{std::move(req), std::move(done)});
+                ++queued_rows_;
                 lock.unlock();
                 queue_cv_.notify_one();
                 return;
@@ -458,7 +486,10 @@ class sqlite_store final : public store {
         if (limit <= 0) {
             return std::vector<delivery>{};
         }
-        return write_transaction([&]() -> result<std::vector<delivery>> {
+        // A claim needs no fsync of its own: if it is lost, the delivery is simply pending again
+        // (nothing started without a later, fsynced record_attempt, and a WAL fsync covers every
+        // frame before it).
+        return write_transaction_unsynced([&]() -> result<std::vector<delivery>> {
             struct candidate {
                 std::int64_t seq;
                 delivery d;
@@ -583,10 +614,47 @@ class sqlite_store final : public store {
     }
 
     result<void> record_attempt(const attempt_record& rec) override {
-        if (rec.attempt.outcome == attempt_outcome::delivered && !rec.run) {
-            return errc::invalid_argument;
+        auto out = record_attempts({rec});
+        return out.front();
+    }
+
+    // Queued to the writer with the intakes: the records share their group commit (one fsync).
+    std::vector<result<void>> record_attempts(const std::vector<attempt_record>& recs) override {
+        if (recs.empty()) {
+            return {};
         }
-        return write_transaction([&]() -> result<void> { return record_attempt_locked(rec); });
+        std::promise<std::vector<result<void>>> promise;
+        auto future = promise.get_future();
+        {
+            std::unique_lock lock(queue_mu_);
+            if (stopping_) {
+                return std::vector<result<void>>(recs.size(), make_error_code(errc::shutting_down));
+            }
+            queue_.push_back(queued_attempts{&recs, &promise});
+            queued_rows_ += recs.size();
+        }
+        queue_cv_.notify_one();
+        return future.get();
+    }
+
+    result<std::map<std::string, std::string>>
+    delivery_contents(const std::vector<std::string>& delivery_ids) override {
+        return read_transaction([&]() -> result<std::map<std::string, std::string>> {
+            std::map<std::string, std::string> out;
+            for (const auto& id : delivery_ids) {
+                auto one = reader_->prepare(
+                    "SELECT content_json FROM delivery_contents WHERE delivery_id = ?1");
+                one.bind(1, id);
+                auto row = one.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (*row) {
+                    out.emplace(id, one.text(0));
+                }
+            }
+            return out;
+        });
     }
 
     result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
@@ -973,6 +1041,16 @@ class sqlite_store final : public store {
         intake_request req;
         intake_callback done;
     };
+    // A caller of record_attempts waits on `done` (so `recs` outlives the batch).
+    struct queued_attempts {
+        const std::vector<attempt_record>* recs;
+        std::promise<std::vector<result<void>>>* done;
+    };
+    using queued_write = std::variant<queued_intake, queued_attempts>;
+    struct write_outcome {
+        result<intake_outcome> intake = make_error_code(errc::internal);
+        std::vector<result<void>> attempts;
+    };
 
     void rollback_if_open(connection& c) {
         if (c.in_transaction()) {
@@ -983,6 +1061,25 @@ class sqlite_store final : public store {
     // One committed (fsynced) write transaction around `body`, serialized with every other write.
     template <class F> auto write_transaction(F&& body) -> decltype(body()) {
         std::lock_guard lock(write_mu_);
+        return transaction_locked(body);
+    }
+
+    // The same without an fsync at its COMMIT (synchronous=NORMAL for this one transaction):
+    // only for writes whose loss at a crash is harmless (claims: a lost lease leaves the delivery
+    // pending). The next fsynced commit makes it durable along with everything before it.
+    template <class F> auto write_transaction_unsynced(F&& body) -> decltype(body()) {
+        std::lock_guard lock(write_mu_);
+        if (auto r = writer_->exec("PRAGMA synchronous=NORMAL"); !r) {
+            return r.error();
+        }
+        auto out = transaction_locked(body);
+        if (auto r = writer_->exec("PRAGMA synchronous=FULL"); !r && out) {
+            return r.error();
+        }
+        return out;
+    }
+
+    template <class F> auto transaction_locked(F& body) -> decltype(body()) {
         if (auto r = writer_->exec("BEGIN IMMEDIATE"); !r) {
             rollback_if_open(*writer_);
             return r.error();
@@ -1123,11 +1220,14 @@ class sqlite_store final : public store {
                 .bind(8, run.created_at)
                 .bind(9, run.updated_at);
             WB_TRY(ins.run());
-            WB_TRY(insert_run_event(c, run.id, codec::event_delivery_attempted, payload, {},
-                                    rec.attempt_event_id, rec.at));
-            WB_TRY(insert_run_event(c, run.id, codec::event_run_started,
-                                    rec.run_started_payload_json, rec.attempt_event_id,
-                                    rec.run_started_event_id, rec.at));
+            // A new run's log is empty: its sequences are known (0, 1, ...), no MAX() lookup.
+            std::int64_t next_sequence = 0;
+            WB_TRY(insert_new_run_event(c, run.id, next_sequence++,
+                                        codec::event_delivery_attempted, payload, {},
+                                        rec.attempt_event_id, rec.at));
+            WB_TRY(insert_new_run_event(c, run.id, next_sequence++, codec::event_run_started,
+                                        rec.run_started_payload_json, rec.attempt_event_id,
+                                        rec.run_started_event_id, rec.at));
             for (std::size_t i = 0; i < rec.extra_run_events.size(); ++i) {
                 std::string id =
                     i < rec.extra_run_event_ids.size() ? rec.extra_run_event_ids[i] : std::string{};
@@ -1135,7 +1235,8 @@ class sqlite_store final : public store {
                     id = rec.run_started_event_id + "." + std::to_string(i + 1);
                 }
                 const auto& [type, extra_payload] = rec.extra_run_events[i];
-                WB_TRY(insert_run_event(c, run.id, type, extra_payload, {}, id, rec.at));
+                WB_TRY(insert_new_run_event(c, run.id, next_sequence++, type, extra_payload, {},
+                                            id, rec.at));
             }
             auto upd = c.prepare("UPDATE deliveries SET status = 'delivered', attempts = ?2, "
                                  "lease_until = 0, updated_at = ?3, last_error = '', "
@@ -1204,13 +1305,8 @@ class sqlite_store final : public store {
     // Inside the batch transaction and its own savepoint.
     result<intake_outcome> intake_locked(const intake_request& req) {
         connection& c = *writer_;
-        auto exists = subscription_exists(c, req.subscription_id);
-        if (!exists) {
-            return exists.error();
-        }
-        if (!*exists) {
-            return errc::not_found;
-        }
+        // No existence check first: the foreign keys of dedup and deliveries refuse an unknown
+        // subscription (SQLITE_CONSTRAINT_FOREIGNKEY -> not_found) in the same statements.
         if (req.dedup_enabled) {
             // The uniqueness constraint is the dedup check: no check-then-insert. An expired row
             // (retention over) is taken over by the new delivery.
@@ -1266,11 +1362,12 @@ class sqlite_store final : public store {
                               req.delivery_id, req.run_id};
     }
 
-    // Group commit: everything queued (up to max_batch_) goes into one transaction, each request
-    // in its own savepoint; one COMMIT (one fsync), then every callback.
+    // Group commit: everything queued (intakes and attempt records, up to max_batch_ rows) goes
+    // into one transaction, each intake and each attempt record in its own savepoint; one COMMIT
+    // (one fsync), then every answer.
     void writer_loop() {
-        std::vector<queued_intake> batch;
-        std::vector<result<intake_outcome>> results;
+        std::vector<queued_write> batch;
+        std::vector<write_outcome> results;
         for (;;) {
             batch.clear();
             {
@@ -1279,85 +1376,197 @@ class sqlite_store final : public store {
                 if (queue_.empty()) {
                     return; // stopping, and drained
                 }
-                while (!queue_.empty() && batch.size() < static_cast<std::size_t>(max_batch_)) {
+                std::size_t rows = 0;
+                while (!queue_.empty() &&
+                       (batch.empty() || rows < static_cast<std::size_t>(max_batch_))) {
+                    rows += rows_of(queue_.front());
                     batch.push_back(std::move(queue_.front()));
                     queue_.pop_front();
                 }
+                queued_rows_ -= rows;
             }
             results.clear();
             run_batch(batch, results);
-            intake_requests_.fetch_add(batch.size());
             for (std::size_t i = 0; i < batch.size(); ++i) {
-                if (!batch[i].done) {
-                    continue;
-                }
-                try {
-                    batch[i].done(std::move(results[i]));
-                } catch (...) {
-                    // A throwing callback must not take the writer (and every later intake) down.
+                if (auto* in = std::get_if<queued_intake>(&batch[i])) {
+                    intake_requests_.fetch_add(1);
+                    if (!in->done) {
+                        continue;
+                    }
+                    try {
+                        in->done(std::move(results[i].intake));
+                    } catch (...) {
+                        // A throwing callback must not take the writer (and every later intake)
+                        // down.
+                    }
+                } else {
+                    std::get<queued_attempts>(batch[i]).done->set_value(
+                        std::move(results[i].attempts));
                 }
             }
         }
     }
 
-    void run_batch(const std::vector<queued_intake>& batch,
-                   std::vector<result<intake_outcome>>& results) {
+    static std::size_t rows_of(const queued_write& w) {
+        if (const auto* a = std::get_if<queued_attempts>(&w)) {
+            return std::max<std::size_t>(1, a->recs->size());
+        }
+        return 1;
+    }
+
+    // One unit of the batch in its own savepoint: kept when `body` succeeds, undone when it fails.
+    template <class F> auto in_savepoint(F&& body) -> decltype(body()) {
+        connection& c = *writer_;
+        if (!c.in_transaction()) {
+            // An I/O error rolled the whole transaction back under us.
+            return make_error_code(errc::store_unavailable);
+        }
+        if (auto r = c.exec("SAVEPOINT unit"); !r) {
+            return r.error();
+        }
+        auto out = body();
+        if (out) {
+            if (auto r = c.exec("RELEASE unit"); !r) {
+                return r.error();
+            }
+        } else if (c.in_transaction()) {
+            c.exec("ROLLBACK TO unit");
+            c.exec("RELEASE unit");
+        }
+        return out;
+    }
+
+    void run_batch(const std::vector<queued_write>& batch, std::vector<write_outcome>& results) {
         std::lock_guard lock(write_mu_);
         connection& c = *writer_;
+        results.resize(batch.size());
+        boost::system::error_code failed;
         if (auto r = c.exec("BEGIN IMMEDIATE"); !r) {
             rollback_if_open(c);
-            results.assign(batch.size(), r.error());
-            return;
-        }
-        for (const auto& item : batch) {
-            if (!c.in_transaction()) {
-                // An I/O error rolled the whole transaction back under us.
-                results.emplace_back(errc::store_unavailable);
-                continue;
-            }
-            if (auto r = c.exec("SAVEPOINT intake"); !r) {
-                results.emplace_back(r.error());
-                continue;
-            }
-            auto out = intake_locked(item.req);
-            if (out) {
-                if (auto r = c.exec("RELEASE intake"); !r) {
-                    out = r.error();
-                }
-            } else if (c.in_transaction()) {
-                c.exec("ROLLBACK TO intake");
-                c.exec("RELEASE intake");
-            }
-            results.push_back(std::move(out));
-        }
-        boost::system::error_code failed;
-        if (!c.in_transaction()) {
-            failed = errc::store_unavailable;
-        } else if (auto r = c.exec("COMMIT"); !r) {
             failed = r.error();
-            rollback_if_open(c);
+        } else {
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (const auto* in = std::get_if<queued_intake>(&batch[i])) {
+                    results[i].intake = in_savepoint([&] { return intake_locked(in->req); });
+                    continue;
+                }
+                const auto& recs = *std::get<queued_attempts>(batch[i]).recs;
+                results[i].attempts.reserve(recs.size());
+                for (const auto& rec : recs) {
+                    results[i].attempts.push_back(in_savepoint([&]() -> result<void> {
+                        if (rec.attempt.outcome == attempt_outcome::delivered && !rec.run) {
+                            return errc::invalid_argument;
+                        }
+                        return record_attempt_locked(rec);
+                    }));
+                }
+            }
+            if (!c.in_transaction()) {
+                failed = errc::store_unavailable;
+            } else if (auto r = c.exec("COMMIT"); !r) {
+                failed = r.error();
+                rollback_if_open(c);
+            }
         }
         if (failed) {
             // Nothing of this batch is durable: no request may be told it was accepted.
-            for (auto& r : results) {
-                if (r) {
-                    r = failed;
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (std::holds_alternative<queued_intake>(batch[i])) {
+                    results[i].intake = failed;
+                } else {
+                    const auto n = std::get<queued_attempts>(batch[i]).recs->size();
+                    results[i].attempts.assign(n, failed);
                 }
             }
             return;
         }
         commits_.fetch_add(1);
-        intake_batches_.fetch_add(1);
+        if (std::any_of(batch.begin(), batch.end(), [](const queued_write& w) {
+                return std::holds_alternative<queued_intake>(w);
+            })) {
+            intake_batches_.fetch_add(1);
+        }
+    }
+
+    // ---- checkpoints, off the writer's commit ----
+    // The writer's WAL hook replaces SQLite's autocheckpoint (which would copy pages back into the
+    // database inside a commit, on the hot path): it only records the WAL's size. The checkpointer
+    // thread, on its own connection, copies pages back PASSIVE-ly once the WAL passes
+    // checkpoint_pages (without blocking the writer), then RESTARTs the WAL holding the write mutex
+    // (the writer waits while what the passive pass left is copied) so the WAL does not grow under
+    // sustained load; after a second without commits it TRUNCATEs the WAL file to zero bytes.
+    static int on_wal_commit(void* self, sqlite3*, const char*, int pages) {
+        static_cast<sqlite_store*>(self)->wal_committed(pages);
+        return SQLITE_OK;
+    }
+
+    void wal_committed(int pages) {
+        bool wake = false;
+        {
+            std::lock_guard lock(ckpt_mu_);
+            wal_pages_ = pages;
+            wal_file_used_ = true;
+            last_commit_ = std::chrono::steady_clock::now();
+            wake = pages >= checkpoint_pages_;
+        }
+        if (wake) {
+            ckpt_cv_.notify_one();
+        }
+    }
+
+    void checkpointer_loop() {
+        using namespace std::chrono_literals;
+        std::unique_lock lock(ckpt_mu_);
+        for (;;) {
+            ckpt_cv_.wait_for(lock, 1s,
+                              [&] { return ckpt_stopping_ || wal_pages_ >= checkpoint_pages_; });
+            if (ckpt_stopping_) {
+                return;
+            }
+            const bool large = wal_pages_ >= checkpoint_pages_;
+            const bool idle = wal_file_used_ &&
+                              std::chrono::steady_clock::now() - last_commit_ >= 1s;
+            if (!large && !idle) {
+                continue;
+            }
+            lock.unlock();
+            sqlite3* db = checkpointer_->handle();
+            int rc = SQLITE_OK;
+            if (large) {
+                rc = sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                               nullptr);
+            }
+            if (rc == SQLITE_OK) {
+                // Holding the store's write mutex, the RESTART (or TRUNCATE) never waits on the
+                // writer's busy handler (which a busy writer would starve); it only finishes what
+                // the passive pass left, so the writer waits briefly.
+                std::lock_guard write_lock(write_mu_);
+                rc = sqlite3_wal_checkpoint_v2(
+                    db, "main", large ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_TRUNCATE,
+                    nullptr, nullptr);
+            }
+            lock.lock();
+            if (rc == SQLITE_OK) {
+                checkpoints_.fetch_add(1);
+                wal_pages_ = 0;
+                wal_file_used_ = large; // a restarted WAL keeps its file size until truncated
+            } else {
+                // Busy or an I/O error (a full disk): try again at the next commit or idle tick.
+                ckpt_cv_.wait_for(lock, 100ms, [&] { return ckpt_stopping_; });
+            }
+        }
     }
 
     std::unique_ptr<connection> writer_;
     std::mutex write_mu_;
     std::unique_ptr<connection> reader_;
     std::mutex read_mu_;
+    std::unique_ptr<connection> checkpointer_;
 
     std::mutex queue_mu_;
     std::condition_variable queue_cv_;
-    std::deque<queued_intake> queue_;
+    std::deque<queued_write> queue_;
+    std::size_t queued_rows_ = 0;
     bool stopping_ = false;
     const int max_batch_;
 
@@ -1365,7 +1574,17 @@ class sqlite_store final : public store {
     std::atomic<std::uint64_t> intake_batches_{0};
     std::atomic<std::uint64_t> intake_requests_{0};
 
-    std::thread thread_; // last: started once everything above exists
+    const int checkpoint_pages_;
+    std::mutex ckpt_mu_;
+    std::condition_variable ckpt_cv_;
+    int wal_pages_ = 0;
+    bool wal_file_used_ = false; // the -wal file has bytes a TRUNCATE would free
+    std::chrono::steady_clock::time_point last_commit_ = std::chrono::steady_clock::now();
+    bool ckpt_stopping_ = false;
+    std::atomic<std::uint64_t> checkpoints_{0};
+
+    std::thread thread_;      // last: started once everything above exists
+    std::thread ckpt_thread_;
 };
 
 bool is_memory_database(const std::string& path) {
@@ -1408,8 +1627,14 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
         why = {to_errc(r.error()), "cannot configure the read connection"};
         return r.error();
     }
+    auto checkpointer = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms, reason);
+    if (!checkpointer) {
+        why = {to_errc(checkpointer.error()), reason};
+        return checkpointer.error();
+    }
     return std::unique_ptr<store>(std::make_unique<sqlite_store>(
-        std::move(*writer), std::move(*reader), opts.group_commit_max_batch));
+        std::move(*writer), std::move(*reader), std::move(*checkpointer),
+        opts.group_commit_max_batch, opts.checkpoint_pages));
 }
 
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts) {
