@@ -203,9 +203,11 @@ TEST_F(CrashDeliveryTest, SigkillWhileLocalCommandsRunNeverRunsOneTwice) {
         script << "#!/bin/sh\ncat >/dev/null\necho \"$WOPBRIDGE_RUN_ID\" >> runs.log\nsleep 0.2\n";
     }
     ::chmod(dir_.file("run.sh").c_str(), 0755);
+    // A small concurrency starts the runs in waves, so the kill finds some runs completed, some
+    // running and some not started yet (with the default, all 120 start in one batch).
     write_config("{local: {workflows: [{id: wf-orders, command: [./run.sh]}]}}",
                  "{retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 2s, "
-                 "attemptTimeout: 5s}");
+                 "attemptTimeout: 5s, concurrency: 8, batchSize: 8}");
     auto executions = [&] {
         std::map<std::string, int> n;
         std::istringstream in(read_text_file(dir_.file("runs.log")));

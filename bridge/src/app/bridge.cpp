@@ -196,6 +196,7 @@ struct bridge::impl final : run_lifecycle_sink {
         settings.dedup_retention_ms = std::max(settings.dedup_retention_ms, day_ms);
         delivery_engine_options opts;
         opts.max_in_flight = std::max(1, settings.max_in_flight_deliveries);
+        opts.batch_size = std::max(1, settings.delivery_batch_size);
         opts.lease_ms = settings.delivery_lease_ms;
         opts.attempt_timeout_ms = settings.attempt_timeout_ms;
         opts.dead_letter_retention_days = settings.dead_letter_retention_days;

@@ -33,7 +33,8 @@ struct bridge_settings {
     millis dedup_retention_ms = 24LL * 3600 * 1000; // never below 24 h
     int dead_letter_retention_days = 7;
     int dead_letter_max_page_size = 100;
-    int max_in_flight_deliveries = 64;
+    int max_in_flight_deliveries = 1024;
+    int delivery_batch_size = 256;
     int max_pending_intake = 10000;   // bounded intake queue; past it submissions answer overloaded
     millis delivery_lease_ms = 60 * 1000;
     millis attempt_timeout_ms = 30 * 1000;

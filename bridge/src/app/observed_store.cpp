@@ -44,15 +44,23 @@ public:
     }
     result<void> record_attempt(const attempt_record& rec) override {
         auto r = inner_->record_attempt(rec);
-        if (r && rec.run && observer_) {
-            // A new run: everything on its log was appended by this transaction.
-            if (auto events = inner_->run_events_after(rec.run->id, -1, 1000)) {
-                for (const auto& e : *events) {
-                    observer_(e);
-                }
-            }
+        if (r) {
+            observe_new_run(rec);
         }
         return r;
+    }
+    std::vector<result<void>> record_attempts(const std::vector<attempt_record>& recs) override {
+        auto out = inner_->record_attempts(recs);
+        for (std::size_t i = 0; i < recs.size() && i < out.size(); ++i) {
+            if (out[i]) {
+                observe_new_run(recs[i]);
+            }
+        }
+        return out;
+    }
+    result<std::map<std::string, std::string>>
+    delivery_contents(const std::vector<std::string>& ids) override {
+        return inner_->delivery_contents(ids);
     }
     result<std::optional<millis>> next_due_at() override { return inner_->next_due_at(); }
     result<page<delivery>> list_deliveries(const std::string& id,
@@ -144,6 +152,18 @@ public:
     }
 
 private:
+    void observe_new_run(const attempt_record& rec) {
+        if (!rec.run || !observer_) {
+            return;
+        }
+        // A new run: everything on its log was appended by this transaction.
+        if (auto events = inner_->run_events_after(rec.run->id, -1, 1000)) {
+            for (const auto& e : *events) {
+                observer_(e);
+            }
+        }
+    }
+
     std::unique_ptr<store> inner_;
     run_event_observer observer_;
 };

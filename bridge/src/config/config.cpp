@@ -762,14 +762,22 @@ void read_delivery(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_map(n, path)) {
         return;
     }
-    r.check_keys(n, path, {"retryPolicy", "dedupRetention", "maxInFlight", "maxPendingIntake",
-                           "attemptTimeout", "lease", "breaker"});
+    r.check_keys(n, path, {"retryPolicy", "dedupRetention", "concurrency", "maxInFlight",
+                           "batchSize", "maxPendingIntake", "attemptTimeout", "lease", "breaker"});
     auto& d = c.delivery;
     if (reader::present(n["retryPolicy"])) {
         read_retry(r, n["retryPolicy"], "delivery.retryPolicy", d.retry);
     }
     r.duration(n, "dedupRetention", path, d.dedup_retention_ms, 24LL * 3600 * 1000);
+    // `maxInFlight` is the earlier name of `concurrency`: still read, never both.
+    if (reader::present(n["concurrency"]) && reader::present(n["maxInFlight"])) {
+        r.error(n["maxInFlight"].Mark(),
+                "delivery.maxInFlight: the earlier name of delivery.concurrency; set only "
+                "concurrency");
+    }
     r.integer_into(n, "maxInFlight", path, d.max_in_flight, 1, 100000);
+    r.integer_into(n, "concurrency", path, d.max_in_flight, 1, 100000);
+    r.integer_into(n, "batchSize", path, d.batch_size, 1, 10000);
     r.integer_into(n, "maxPendingIntake", path, d.max_pending_intake, 1, 100000000);
     r.duration(n, "attemptTimeout", path, d.attempt_timeout_ms, 1);
     r.duration(n, "lease", path, d.lease_ms, 1000);
@@ -1059,6 +1067,7 @@ bridge_settings make_bridge_settings(const config& c) {
     s.dead_letter_retention_days = c.dead_letter.retention_days;
     s.dead_letter_max_page_size = c.dead_letter.max_page_size;
     s.max_in_flight_deliveries = c.delivery.max_in_flight;
+    s.delivery_batch_size = c.delivery.batch_size;
     s.max_pending_intake = c.delivery.max_pending_intake;
     s.delivery_lease_ms = c.delivery.lease_ms;
     s.attempt_timeout_ms = c.delivery.attempt_timeout_ms;

@@ -77,7 +77,8 @@ struct delivery_config {
     retry_policy retry;
     breaker_policy breaker;
     millis dedup_retention_ms = 24LL * 3600 * 1000;
-    int max_in_flight = 64;
+    int max_in_flight = 1024;  // concurrency: attempts claimed and not yet recorded
+    int batch_size = 256;      // batchSize: claimed / recorded in one transaction at most
     int max_pending_intake = 10000;
     millis lease_ms = 60 * 1000;
     millis attempt_timeout_ms = 30 * 1000;

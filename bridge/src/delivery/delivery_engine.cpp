@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
 
 namespace wopbridge {
 
@@ -24,6 +27,12 @@ struct delivery_engine::attempt_ctx {
     millis claimed_at = 0;
     millis deadline = 0;
     std::atomic<bool> finished{false};
+};
+
+struct delivery_engine::completion {
+    std::shared_ptr<attempt_ctx> ctx;
+    run_start_result res;
+    millis at = 0;
 };
 
 namespace {
@@ -69,6 +78,9 @@ void delivery_engine::start() {
     }
     running_ = true;
     stopping_ = false;
+    recorder_running_ = true;
+    recorder_stopping_ = false;
+    recorder_ = std::thread([this] { recorder_loop(); });
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -91,8 +103,17 @@ void delivery_engine::stop() {
             left.push_back(ctx);
         }
     }
-    wait_for(left);
+    wait_for(left); // the recorder still runs: what finishes in time is recorded
+    {
+        std::lock_guard lock(mutex_);
+        recorder_stopping_ = true;
+    }
+    completion_cv_.notify_all();
+    if (recorder_.joinable()) {
+        recorder_.join();
+    }
     std::lock_guard lock(mutex_);
+    recorder_running_ = false;
     running_ = false;
 }
 
@@ -146,11 +167,10 @@ void delivery_engine::loop() {
             std::lock_guard lock(mutex_);
             capacity = opts_.max_in_flight - static_cast<int>(in_flight_.size());
         }
-        int claimed = 0;
         if (capacity > 0) {
+            const int limit = std::min(capacity, std::max(1, opts_.batch_size));
             std::vector<std::shared_ptr<attempt_ctx>> ctxs;
-            claimed = claim_and_dispatch(now, capacity, ctxs);
-            if (claimed == capacity) {
+            if (claim_and_dispatch(now, limit, ctxs) == limit) {
                 continue; // more may be due
             }
         }
@@ -173,35 +193,51 @@ void delivery_engine::loop() {
 int delivery_engine::claim_and_dispatch(millis now, int limit,
                                         std::vector<std::shared_ptr<attempt_ctx>>& out) {
     auto claimed = store_.claim_due(now, limit, opts_.lease_ms);
-    if (!claimed) {
+    if (!claimed || claimed->empty()) {
         return 0;
     }
+    // One read per subscription of the batch, one read for every content.
+    std::map<std::string, std::optional<subscription>> subs;
+    std::vector<std::string> ids;
+    ids.reserve(claimed->size());
+    for (const auto& d : *claimed) {
+        ids.push_back(d.id);
+        if (!subs.count(d.subscription_id)) {
+            auto sub = store_.get_subscription(d.subscription_id);
+            subs.emplace(d.subscription_id,
+                         sub ? std::optional<subscription>(std::move(*sub)) : std::nullopt);
+        }
+    }
+    auto contents = store_.delivery_contents(ids);
     for (auto& d : *claimed) {
         auto ctx = std::make_shared<attempt_ctx>();
         ctx->dlv = std::move(d);
         ctx->claimed_at = now;
         ctx->deadline = now + opts_.attempt_timeout_ms;
+        const auto& sub = subs[ctx->dlv.subscription_id];
+        if (!sub) {
+            // Deleted meanwhile: nothing to record against; the lease lapses with the subscription.
+            continue;
+        }
+        ctx->sub = *sub;
         {
             std::lock_guard lock(mutex_);
             in_flight_[ctx.get()] = ctx;
         }
         out.push_back(ctx);
-        dispatch(ctx);
+        std::optional<std::string> content;
+        if (contents) {
+            if (auto it = contents->find(ctx->dlv.id); it != contents->end()) {
+                content = std::move(it->second);
+            }
+        }
+        dispatch(ctx, std::move(content));
     }
     return static_cast<int>(claimed->size());
 }
 
-void delivery_engine::dispatch(const std::shared_ptr<attempt_ctx>& ctx) {
-    auto sub = store_.get_subscription(ctx->dlv.subscription_id);
-    if (!sub) {
-        // Deleted meanwhile: nothing to record against; the lease lapses with the subscription.
-        std::lock_guard lock(mutex_);
-        ctx->finished = true;
-        in_flight_.erase(ctx.get());
-        done_cv_.notify_all();
-        return;
-    }
-    ctx->sub = std::move(*sub);
+void delivery_engine::dispatch(const std::shared_ptr<attempt_ctx>& ctx,
+                               std::optional<std::string> content) {
     ctx->attempt_event_id = mint("evt");
     ctx->run_started_event_id = mint("evt");
 
@@ -214,31 +250,55 @@ void delivery_engine::dispatch(const std::shared_ptr<attempt_ctx>& ctx) {
     req.causation_event_id = ctx->attempt_event_id;
     req.deadline = ctx->deadline;
 
-    auto content = store_.delivery_content(ctx->dlv.id);
     if (!content) {
         run_start_result r;
         r.outcome = run_start_result::kind::retry;
         r.reason = "delivery content unavailable";
-        finish(ctx, r, ctx->claimed_at);
+        complete(ctx, std::move(r), ctx->claimed_at);
         return;
     }
     req.trigger_event_json = std::move(*content);
 
     ctx->prepared = starter_.prepare(req);
     if (ctx->prepared.outcome != run_start_result::kind::started) {
-        finish(ctx, ctx->prepared, ctx->claimed_at);
+        complete(ctx, ctx->prepared, ctx->claimed_at);
         return;
     }
     if (starter_.starts_before_commit()) {
         // Upstream: the Idempotency-Key (delivery id) makes a repeated start return the same run.
         starter_.start(req, [this, ctx](run_start_result r) {
-            finish(ctx, r, std::max(ctx->claimed_at, clock_.now_ms()));
+            complete(ctx, std::move(r), std::max(ctx->claimed_at, clock_.now_ms()));
         });
         return;
     }
-    // Local: commit run.started first so a crash never runs the command twice.
-    if (finish(ctx, ctx->prepared, ctx->claimed_at)) {
-        after_commit_start(ctx);
+    // Local: run.started is committed first (the recorder starts the run after its commit), so a
+    // crash never runs the command twice.
+    complete(ctx, ctx->prepared, ctx->claimed_at);
+}
+
+void delivery_engine::complete(const std::shared_ptr<attempt_ctx>& ctx, run_start_result res,
+                               millis at) {
+    if (ctx->finished.exchange(true)) {
+        return; // already timed out (or finished): a late answer changes nothing
+    }
+    {
+        std::lock_guard lock(mutex_);
+        completions_.push_back(completion{ctx, std::move(res), at});
+    }
+    completion_cv_.notify_one();
+    done_cv_.notify_all();
+}
+
+void delivery_engine::recorder_loop() {
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            completion_cv_.wait(lock, [this] { return recorder_stopping_ || !completions_.empty(); });
+            if (completions_.empty()) {
+                return; // stopping, and drained
+            }
+        }
+        record_queued();
     }
 }
 
@@ -280,147 +340,194 @@ void delivery_engine::after_commit_start(const std::shared_ptr<attempt_ctx>& ctx
     });
 }
 
-std::shared_ptr<std::mutex> delivery_engine::subscription_lock(const std::string& id) {
-    std::lock_guard lock(locks_mutex_);
-    auto& m = sub_locks_[id];
-    if (!m) {
-        m = std::make_shared<std::mutex>();
-    }
-    return m;
-}
-
-bool delivery_engine::finish(const std::shared_ptr<attempt_ctx>& ctx, const run_start_result& res,
-                             millis at) {
-    if (ctx->finished.exchange(true)) {
-        return false; // already timed out (or finished): a late answer changes nothing
-    }
+namespace {
+// The outcome of one attempt as the record that commits it, given the subscription as it stands
+// (its breaker count and state, carried from the batch's earlier records of it). Returns whether
+// the attempt starts a run.
+bool build_record(const delivery_engine::attempt_view& a, const subscription& sub,
+                  const run_start_result& res, millis at, const delivery_engine_options& opts,
+                  random_source& random, const std::function<std::string()>& mint_event_id,
+                  attempt_record& rec) {
     bool delivered = false;
-    attempt_report rep;
-    {
-        // Attempts of one subscription record one at a time: the breaker counter is read-modify-write.
-        auto sub_mutex = subscription_lock(ctx->dlv.subscription_id);
-        std::lock_guard sub_lock(*sub_mutex);
-        auto fresh = store_.get_subscription(ctx->dlv.subscription_id);
-        const subscription& sub = fresh ? *fresh : ctx->sub;
+    rec.delivery_id = a.dlv.id;
+    rec.subscription_id = sub.id;
+    rec.at = at;
+    rec.attempt_event_id = a.attempt_event_id;
+    rec.attempt.subscription_id = sub.id;
+    rec.attempt.dedup_key = a.dlv.dedup_key;
+    rec.attempt.attempt = a.dlv.attempts + 1;
+    rec.next_probe_at = sub.next_probe_at;
 
-        attempt_record rec;
-        rec.delivery_id = ctx->dlv.id;
-        rec.subscription_id = sub.id;
-        rec.at = at;
-        rec.attempt_event_id = ctx->attempt_event_id;
-        rec.attempt.subscription_id = sub.id;
-        rec.attempt.dedup_key = ctx->dlv.dedup_key;
-        rec.attempt.attempt = ctx->dlv.attempts + 1;
-        rec.next_probe_at = sub.next_probe_at;
+    auto change_to = [&](sub_state to, state_reason reason) {
+        if (transition_allowed(sub.state, to)) {
+            rec.state_change_caused = state_change{sub.id, sub.source, sub.state, to, reason};
+            rec.state_change_event_id = mint_event_id();
+        }
+    };
 
-        auto change_to = [&](sub_state to, state_reason reason) {
-            if (transition_allowed(sub.state, to)) {
-                rec.state_change_caused = state_change{sub.id, sub.source, sub.state, to, reason};
-                rec.state_change_event_id = mint("evt");
-            }
-        };
-
-        if (res.outcome == run_start_result::kind::started) {
-            rec.attempt.outcome = attempt_outcome::delivered;
-            rec.attempt.run_id = ctx->dlv.run_id;
-            run_record run;
-            run.id = ctx->dlv.run_id;
-            run.tenant = sub.tenant;
-            run.workflow_id = sub.workflow_id;
-            run.subscription_id = sub.id;
-            run.delivery_id = ctx->dlv.id;
-            run.upstream_run_id = res.upstream_run_id;
-            run.created_at = at;
-            run.updated_at = at;
-            // Local: prepare() told what follows run.started (e.g. run.completed for a workflow
-            // without a command); upstream: the start result may.
-            const auto& follow = res.follow_up_events.empty() ? ctx->prepared.follow_up_events
-                                                              : res.follow_up_events;
-            run.status = res.follow_up_events.empty() ? ctx->prepared.status_after : res.status_after;
-            if (run.status == run_status::pending) {
-                run.status = run_status::running;
-            }
-            rec.run = run;
-            rec.run_started_event_id = ctx->run_started_event_id;
-            rec.run_started_payload_json = events::run_started_payload(
-                {sub.workflow_id, sub.tenant, sub.id, ctx->dlv.id});
-            if (auto of = replay_of(ctx->dlv.dedup_key); !of.empty()) {
-                rec.run_started_payload_json = with_replay_of(rec.run_started_payload_json, of);
-            }
-            rec.extra_run_events = follow;
-            for (std::size_t i = 0; i < follow.size(); ++i) {
-                rec.extra_run_event_ids.push_back(mint("evt"));
-            }
-            rec.consecutive_failures = 0;
+    if (res.outcome == run_start_result::kind::started) {
+        rec.attempt.outcome = attempt_outcome::delivered;
+        rec.attempt.run_id = a.dlv.run_id;
+        run_record run;
+        run.id = a.dlv.run_id;
+        run.tenant = sub.tenant;
+        run.workflow_id = sub.workflow_id;
+        run.subscription_id = sub.id;
+        run.delivery_id = a.dlv.id;
+        run.upstream_run_id = res.upstream_run_id;
+        run.created_at = at;
+        run.updated_at = at;
+        // Local: prepare() told what follows run.started (e.g. run.completed for a workflow
+        // without a command); upstream: the start result may.
+        const auto& follow = res.follow_up_events.empty() ? a.prepared.follow_up_events
+                                                          : res.follow_up_events;
+        run.status = res.follow_up_events.empty() ? a.prepared.status_after : res.status_after;
+        if (run.status == run_status::pending) {
+            run.status = run_status::running;
+        }
+        rec.run = run;
+        rec.run_started_event_id = a.run_started_event_id;
+        rec.run_started_payload_json = events::run_started_payload(
+            {sub.workflow_id, sub.tenant, sub.id, a.dlv.id});
+        if (auto of = replay_of(a.dlv.dedup_key); !of.empty()) {
+            rec.run_started_payload_json = with_replay_of(rec.run_started_payload_json, of);
+        }
+        rec.extra_run_events = follow;
+        for (std::size_t i = 0; i < follow.size(); ++i) {
+            rec.extra_run_event_ids.push_back(mint_event_id());
+        }
+        rec.consecutive_failures = 0;
+        rec.next_probe_at = 0;
+        if (sub.state == sub_state::failed) {
+            change_to(sub_state::active, state_reason::none); // the probe was delivered
+        }
+        delivered = true;
+    } else {
+        rec.error = res.reason.empty() ? "start failed" : res.reason;
+        // An active subscription that still carries a probe time was re-activated by an
+        // operator while failed (a delivered probe clears it): its count starts afresh, so
+        // the first failure after a re-activation does not re-open the breaker at once.
+        const bool reactivated = sub.state == sub_state::active && sub.next_probe_at != 0;
+        if (reactivated) {
             rec.next_probe_at = 0;
-            if (sub.state == sub_state::failed) {
-                change_to(sub_state::active, state_reason::none); // the probe was delivered
-            }
-            delivered = true;
+        }
+        rec.consecutive_failures = (reactivated ? 0 : sub.consecutive_failures) + 1;
+        bool exhausted = res.outcome == run_start_result::kind::permanent ||
+                         rec.attempt.attempt >= std::max(1, sub.retry.max_attempts);
+        if (exhausted) {
+            rec.attempt.outcome = attempt_outcome::dead_lettered;
+            rec.dead_letter_expires_at = at + opts.dead_letter_retention_days * day_ms;
+            change_to(sub_state::dead_lettered, state_reason::retry_exhausted);
         } else {
-            rec.error = res.reason.empty() ? "start failed" : res.reason;
-            // An active subscription that still carries a probe time was re-activated by an
-            // operator while failed (a delivered probe clears it): its count starts afresh, so
-            // the first failure after a re-activation does not re-open the breaker at once.
-            const bool reactivated = sub.state == sub_state::active && sub.next_probe_at != 0;
-            if (reactivated) {
-                rec.next_probe_at = 0;
+            rec.attempt.outcome = attempt_outcome::retrying;
+            rec.next_due_at =
+                at + retry_delay(sub.retry, rec.attempt.attempt, res.retry_after_ms, &random);
+            if (sub.state == sub_state::active &&
+                rec.consecutive_failures >= std::max(1, sub.breaker.failure_threshold)) {
+                change_to(sub_state::failed, state_reason::none);
+                rec.next_probe_at = at + sub.breaker.probe_interval_ms;
+            } else if (sub.state == sub_state::failed) {
+                rec.next_probe_at = at + sub.breaker.probe_interval_ms;
             }
-            rec.consecutive_failures = (reactivated ? 0 : sub.consecutive_failures) + 1;
-            bool exhausted = res.outcome == run_start_result::kind::permanent ||
-                             rec.attempt.attempt >= std::max(1, sub.retry.max_attempts);
-            if (exhausted) {
-                rec.attempt.outcome = attempt_outcome::dead_lettered;
-                rec.dead_letter_expires_at = at + opts_.dead_letter_retention_days * day_ms;
-                change_to(sub_state::dead_lettered, state_reason::retry_exhausted);
-            } else {
-                rec.attempt.outcome = attempt_outcome::retrying;
-                rec.next_due_at =
-                    at + retry_delay(sub.retry, rec.attempt.attempt, res.retry_after_ms, &random_);
-                if (sub.state == sub_state::active &&
-                    rec.consecutive_failures >= std::max(1, sub.breaker.failure_threshold)) {
-                    change_to(sub_state::failed, state_reason::none);
-                    rec.next_probe_at = at + sub.breaker.probe_interval_ms;
-                } else if (sub.state == sub_state::failed) {
-                    rec.next_probe_at = at + sub.breaker.probe_interval_ms;
-                }
-                if (rec.next_probe_at > 0 &&
-                    (sub.state == sub_state::failed || rec.state_change_caused)) {
-                    rec.next_due_at = std::max(rec.next_due_at, rec.next_probe_at);
-                }
+            if (rec.next_probe_at > 0 &&
+                (sub.state == sub_state::failed || rec.state_change_caused)) {
+                rec.next_due_at = std::max(rec.next_due_at, rec.next_probe_at);
             }
         }
-        const auto commit_start = std::chrono::steady_clock::now();
-        auto recorded = store_.record_attempt(rec);
-        rep.commit_seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_start).count();
-        if (!recorded) {
+    }
+    return delivered;
+}
+} // namespace
+
+int delivery_engine::record_queued() {
+    std::lock_guard record_lock(record_mutex_);
+    std::vector<completion> batch;
+    {
+        std::lock_guard lock(mutex_);
+        const auto n = std::min<std::size_t>(completions_.size(),
+                                             static_cast<std::size_t>(std::max(1, opts_.batch_size)));
+        batch.assign(std::make_move_iterator(completions_.begin()),
+                     std::make_move_iterator(completions_.begin() + static_cast<long>(n)));
+        completions_.erase(completions_.begin(), completions_.begin() + static_cast<long>(n));
+    }
+    if (batch.empty()) {
+        return 0;
+    }
+    // Each subscription read once, fresh, then carried from record to record: the breaker count of
+    // the second failure of a subscription in this batch follows from the first.
+    std::map<std::string, std::optional<subscription>> subs;
+    std::vector<attempt_record> recs(batch.size());
+    std::vector<bool> delivered(batch.size(), false);
+    const auto mint_event_id = [this] { return mint("evt"); };
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const auto& ctx = *batch[i].ctx;
+        auto [it, fresh] = subs.try_emplace(ctx.dlv.subscription_id);
+        if (fresh) {
+            if (auto sub = store_.get_subscription(ctx.dlv.subscription_id)) {
+                it->second = std::move(*sub);
+            }
+        }
+        const subscription& sub = it->second ? *it->second : ctx.sub;
+        const attempt_view view{ctx.dlv, ctx.prepared, ctx.attempt_event_id,
+                                ctx.run_started_event_id};
+        delivered[i] = build_record(view, sub, batch[i].res, batch[i].at, opts_, random_,
+                                    mint_event_id, recs[i]);
+        if (it->second) {
+            it->second->consecutive_failures = recs[i].consecutive_failures;
+            it->second->next_probe_at = recs[i].next_probe_at;
+            if (recs[i].state_change_caused) {
+                it->second->state = recs[i].state_change_caused->to;
+            }
+        }
+    }
+    const auto commit_start = std::chrono::steady_clock::now();
+    auto recorded = store_.record_attempts(recs);
+    const double commit_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_start).count();
+
+    std::vector<attempt_report> reports(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const auto& ctx = *batch[i].ctx;
+        const auto& rec = recs[i];
+        auto& rep = reports[i];
+        const bool ok = i < recorded.size() && recorded[i];
+        if (!ok) {
             // Not committed: the lease lapses and the delivery is claimed again; nothing started.
-            delivered = false;
+            delivered[i] = false;
             rep.outcome = attempt_outcome::retrying;
         } else {
             rep.outcome = rec.attempt.outcome;
             rep.state_changed = rec.state_change_caused;
-            if (delivered) {
-                rep.run_id = ctx->dlv.run_id;
+            rep.commit_seconds = commit_seconds;
+            if (delivered[i]) {
+                rep.run_id = ctx.dlv.run_id;
                 rep.run_started = true;
             }
         }
-        rep.received_at = ctx->dlv.received_at;
-        rep.recorded_at = at;
-        rep.delivery_id = ctx->dlv.id;
-        rep.subscription_id = sub.id;
-        rep.reserved_run_id = ctx->dlv.run_id;
+        rep.received_at = ctx.dlv.received_at;
+        rep.recorded_at = rec.at;
+        rep.delivery_id = ctx.dlv.id;
+        rep.subscription_id = rec.subscription_id;
+        rep.reserved_run_id = ctx.dlv.run_id;
     }
     {
         std::lock_guard lock(mutex_);
-        in_flight_.erase(ctx.get());
+        for (const auto& c : batch) {
+            in_flight_.erase(c.ctx.get());
+        }
+        notified_ = true; // capacity is free again
     }
     done_cv_.notify_all();
-    if (listener_) {
-        listener_(rep);
+    cv_.notify_all();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (listener_) {
+            listener_(reports[i]);
+        }
+        if (delivered[i] && !starter_.starts_before_commit()) {
+            after_commit_start(batch[i].ctx);
+        }
     }
-    return delivered;
+    return static_cast<int>(batch.size());
 }
 
 void delivery_engine::expire_timeouts(millis now) {
@@ -437,7 +544,7 @@ void delivery_engine::expire_timeouts(millis now) {
         run_start_result r;
         r.outcome = run_start_result::kind::retry;
         r.reason = "attempt timed out";
-        finish(ctx, r, now);
+        complete(ctx, std::move(r), now);
     }
 }
 
@@ -449,13 +556,32 @@ void delivery_engine::wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& 
         return std::all_of(ctxs.begin(), ctxs.end(),
                            [this](const auto& c) { return !in_flight_.count(c.get()); });
     };
-    if (!done_cv_.wait_until(lock, deadline, all_done)) {
-        lock.unlock();
-        for (auto& ctx : ctxs) {
-            run_start_result r;
-            r.outcome = run_start_result::kind::retry;
-            r.reason = "attempt timed out";
-            finish(ctx, r, std::max(ctx->claimed_at, clock_.now_ms()));
+    bool expired = false;
+    for (;;) {
+        if (all_done()) {
+            return;
+        }
+        if (!recorder_running_ && !completions_.empty()) {
+            // No recorder thread (run_due without start()): record here.
+            lock.unlock();
+            record_queued();
+            lock.lock();
+            continue;
+        }
+        if (expired) {
+            done_cv_.wait(lock); // the timeouts are queued: they are recorded promptly
+            continue;
+        }
+        if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+            expired = true;
+            lock.unlock();
+            for (const auto& ctx : ctxs) {
+                run_start_result r;
+                r.outcome = run_start_result::kind::retry;
+                r.reason = "attempt timed out";
+                complete(ctx, std::move(r), std::max(ctx->claimed_at, clock_.now_ms()));
+            }
+            lock.lock();
         }
     }
 }

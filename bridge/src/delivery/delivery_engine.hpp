@@ -3,11 +3,19 @@
 // starter and records every attempt in one store::record_attempt transaction (delivered / retrying /
 // dead-lettered, with the breaker bookkeeping and any state change).
 //
-// Threads: start() runs one engine thread that waits on a condition variable until the earliest due
-// time (store::next_due_at, at most 1 s so expired leases and probes are noticed) or a notify(). It
-// never sleeps in a worker and never holds a lock across a run start; an upstream start completes on
-// the starter's thread. run_due(now) is the deterministic test/seam API: it claims and completes
-// everything due at `now` in the calling thread.
+// Batched: the engine thread claims up to batch_size due deliveries in one transaction (reading
+// their subscriptions once and their contents in one read), prepares their starts, and hands each
+// finished attempt to the recorder. The recorder thread takes every outcome waiting (up to
+// batch_size), computes the records (breaker counts carried from one record to the next of the same
+// subscription), and writes them with store::record_attempts: one transaction, one fsync, which on
+// SQLite is shared with intake's group commit. Local starts happen after that commit; upstream
+// starts run concurrently (at most max_in_flight attempts out) and complete on the starter's
+// thread. No ordering holds within a subscription: its deliveries may start in parallel.
+//
+// Threads: the engine thread waits on a condition variable until the earliest due time
+// (store::next_due_at, at most 1 s so expired leases and probes are noticed) or a notify(). Neither
+// thread holds a lock across a run start. run_due(now) is the deterministic test/seam API: it
+// claims and completes everything due at `now` in the calling thread.
 
 #include "contract/types.hpp"
 #include "core/clock.hpp"
@@ -30,7 +38,10 @@ namespace wopbridge {
 class store;
 
 struct delivery_engine_options {
-    int max_in_flight = 64;
+    // Attempts claimed and not yet recorded, at most (delivery.concurrency).
+    int max_in_flight = 256;
+    // Deliveries claimed in one store transaction, and attempt outcomes recorded in one, at most.
+    int batch_size = 256;
     millis lease_ms = 60 * 1000;
     millis attempt_timeout_ms = 30 * 1000;
     int dead_letter_retention_days = 7;
@@ -81,16 +92,27 @@ public:
     int run_due(millis now);
 
     struct attempt_ctx;
+    struct completion;
+    // What the record of an attempt is built from (besides its outcome and subscription).
+    struct attempt_view {
+        const delivery& dlv;
+        const run_start_result& prepared;
+        const std::string& attempt_event_id;
+        const std::string& run_started_event_id;
+    };
 
 private:
     void loop();
+    void recorder_loop();
     int claim_and_dispatch(millis now, int limit, std::vector<std::shared_ptr<attempt_ctx>>& out);
-    void dispatch(const std::shared_ptr<attempt_ctx>& ctx);
-    bool finish(const std::shared_ptr<attempt_ctx>& ctx, const run_start_result& res, millis at);
+    void dispatch(const std::shared_ptr<attempt_ctx>& ctx, std::optional<std::string> content);
+    // The attempt's outcome is known: queued for the recorder (the first outcome wins).
+    void complete(const std::shared_ptr<attempt_ctx>& ctx, run_start_result res, millis at);
+    // Records every queued outcome (up to batch_size) in one store transaction. Returns how many.
+    int record_queued();
     void after_commit_start(const std::shared_ptr<attempt_ctx>& ctx);
     void expire_timeouts(millis now);
     void wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& ctxs);
-    std::shared_ptr<std::mutex> subscription_lock(const std::string& id);
     std::string mint(std::string_view prefix);
 
     store& store_;
@@ -107,10 +129,14 @@ private:
     bool stopping_ = false;
     bool notified_ = false;
     std::map<attempt_ctx*, std::shared_ptr<attempt_ctx>> in_flight_;
+    std::vector<completion> completions_;  // outcomes waiting for the recorder (under mutex_)
+    std::condition_variable completion_cv_;
+    bool recorder_running_ = false;
+    bool recorder_stopping_ = false;
     std::thread thread_;
+    std::thread recorder_;
 
-    std::mutex locks_mutex_;
-    std::map<std::string, std::shared_ptr<std::mutex>> sub_locks_;
+    std::mutex record_mutex_; // one recorder at a time: breaker counts are read-modify-write
 };
 
 } // namespace wopbridge

@@ -196,6 +196,46 @@ TEST_F(DeliveryEngineTest, StopLeavesFutureWorkForTheNextStart) {
     EXPECT_EQ(after.attempts, 1);
 }
 
+TEST_F(DeliveryEngineTest, ManyDueDeliveriesAreClaimedAndRecordedInAFewCommits) {
+    testing::scripted_run_starter starter({"wf"});
+    delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
+    std::vector<delivery> ds;
+    for (int i = 0; i < 50; ++i) {
+        ds.push_back(enqueue("many" + std::to_string(i)));
+    }
+    const auto before = store_->stats().commits;
+    EXPECT_EQ(engine.run_due(clock_.now_ms()), 50);
+    // One claim and one record transaction for the fifty (a third pass finds nothing due).
+    EXPECT_LE(store_->stats().commits - before, 3u);
+    for (const auto& d : ds) {
+        EXPECT_EQ(store_->get_delivery(d.id)->status, delivery_status::delivered) << d.id;
+        auto log = store_->run_events_after(d.run_id, -1, 10).value();
+        ASSERT_GE(log.size(), 2u);
+        EXPECT_EQ(log[1].causation_id, log[0].event_id);
+    }
+}
+
+TEST_F(DeliveryEngineTest, FailuresRecordedInOneBatchCountUpAndOpenTheBreakerOnce) {
+    sub_.breaker = {3, 60000};
+    sub_.retry = {10, backoff_kind::fixed, 1000, 60000, false};
+    ASSERT_TRUE(store_->upsert_config_subscription(sub_));
+    testing::scripted_run_starter starter({"wf"});
+    starter.set_behaviour("wf", testing::scripted_run_starter::behaviour::transient);
+    delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
+    for (int i = 0; i < 5; ++i) {
+        enqueue("fail" + std::to_string(i));
+    }
+    EXPECT_EQ(engine.run_due(clock_.now_ms()), 5);
+    auto sub = store_->get_subscription(sub_.id).value();
+    EXPECT_EQ(sub.consecutive_failures, 5);
+    EXPECT_EQ(sub.state, sub_state::failed);
+    int state_changes = 0;
+    for (const auto& e : store_->subscription_events(sub_.id).value()) {
+        state_changes += e.type == "trigger.subscription.state.changed";
+    }
+    EXPECT_EQ(state_changes, 1);
+}
+
 TEST_F(DeliveryEngineTest, CompletionReportedByPrepareIsCommittedOnceWithRunStarted) {
     completes_at_once_starter starter;
     delivery_engine engine(*store_, starter, clock_, random_, opts(5000));
