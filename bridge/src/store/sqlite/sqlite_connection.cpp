@@ -135,7 +135,11 @@ result<std::unique_ptr<connection>> connection::open(const std::string& path, bo
         }
     }
     // FULL: the WAL is fsynced at every commit, so a committed intake survives power loss.
-    if (auto r = conn->exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !r) {
+    // cache_size: up to 32 MiB of pages per connection (the default 2 MiB made every intake and
+    // record re-read index pages from the OS: pread was ~10 % of the serve process's profile).
+    if (auto r = conn->exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
+                            "PRAGMA cache_size=-32768;");
+        !r) {
         why = "cannot configure connection: " + conn->last_error();
         return r.error();
     }
