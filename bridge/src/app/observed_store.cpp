@@ -1,7 +1,11 @@
 #include "app/observed_store.hpp"
 
+#include "store/store_codec.hpp"
+
 namespace wopbridge {
 namespace {
+
+namespace codec = store_codec;
 
 class observed_store final : public store {
 public:
@@ -152,15 +156,32 @@ public:
     }
 
 private:
+    // A new run: its whole log was appended by the record's transaction, in the order every backend
+    // writes it (the attempt at 0, run.started at 1, the follow-ups after), so it is told from the
+    // record itself rather than read back (a read per run start).
     void observe_new_run(const attempt_record& rec) {
         if (!rec.run || !observer_) {
             return;
         }
-        // A new run: everything on its log was appended by this transaction.
-        if (auto events = inner_->run_events_after(rec.run->id, -1, 1000)) {
-            for (const auto& e : *events) {
-                observer_(e);
+        const std::string& run_id = rec.run->id;
+        delivery_attempt attempt = rec.attempt;
+        attempt.subscription_id = rec.subscription_id;
+        if (attempt.run_id.empty()) {
+            attempt.run_id = run_id;
+        }
+        std::int64_t sequence = 0;
+        observer_({rec.attempt_event_id, run_id, std::string(codec::event_delivery_attempted),
+                   codec::attempt_payload_json(attempt), rec.at, sequence++, ""});
+        observer_({rec.run_started_event_id, run_id, std::string(codec::event_run_started),
+                   rec.run_started_payload_json, rec.at, sequence++, rec.attempt_event_id});
+        for (std::size_t i = 0; i < rec.extra_run_events.size(); ++i) {
+            std::string id =
+                i < rec.extra_run_event_ids.size() ? rec.extra_run_event_ids[i] : std::string{};
+            if (id.empty()) {
+                id = rec.run_started_event_id + "." + std::to_string(i + 1);
             }
+            const auto& [type, payload] = rec.extra_run_events[i];
+            observer_({std::move(id), run_id, type, payload, rec.at, sequence++, ""});
         }
     }
 
