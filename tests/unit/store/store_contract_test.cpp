@@ -782,6 +782,43 @@ TEST_P(StoreContractTest, RecordAttemptsCommitsABatchAndIsolatesAFailingRecord) 
     EXPECT_EQ(store_->run_events_after("run_2", -1, 100)->size(), 2u);
 }
 
+// Each write is read back after a read that may have been served from memory (SQLite caches
+// subscriptions): no write may leave an older copy visible.
+TEST_P(StoreContractTest, EveryWriteOfASubscriptionIsSeenByTheNextRead) {
+    add_subscription("sub_a");
+    EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::active);
+    ASSERT_TRUE(store_->change_state(
+        {"sub_a", source_kind::webhook, sub_state::active, sub_state::paused, state_reason::none},
+        "evt_sc_1", t0 + 1));
+    EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::paused);
+    ASSERT_TRUE(store_->change_state(
+        {"sub_a", source_kind::webhook, sub_state::paused, sub_state::active, state_reason::none},
+        "evt_sc_2", t0 + 2));
+    EXPECT_EQ(store_->get_subscription("sub_a")->state, sub_state::active);
+
+    auto changed = make_subscription("sub_a");
+    changed.workflow_id = "wf_other";
+    ASSERT_TRUE(store_->upsert_config_subscription(changed));
+    EXPECT_EQ(store_->get_subscription("sub_a")->workflow_id, "wf_other");
+
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 0);
+    auto rec = base_record(claimed[0], 1, attempt_outcome::retrying, t0 + 10);
+    rec.next_due_at = t0 + 1000;
+    rec.consecutive_failures = 3;
+    rec.next_probe_at = t0 + 99;
+    ASSERT_TRUE(store_->record_attempts({rec})[0]);
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 3);
+    EXPECT_EQ(store_->get_subscription("sub_a")->next_probe_at, t0 + 99);
+
+    ASSERT_TRUE(store_->delete_subscription("sub_a"));
+    EXPECT_EQ(store_->get_subscription("sub_a").error(), errc::not_found);
+    add_subscription("sub_a");
+    EXPECT_EQ(store_->get_subscription("sub_a")->workflow_id, "wf_orders");
+}
+
 TEST_P(StoreContractTest, BatchedContentsReadEveryDeliveryAndSkipUnknownIds) {
     add_subscription("sub_a");
     must_intake(make_intake("sub_a", "k1", "1"));

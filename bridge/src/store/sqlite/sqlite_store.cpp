@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -360,6 +361,7 @@ class sqlite_store final : public store {
     // ---- subscriptions ----
 
     result<void> insert_subscription(const subscription& s) override {
+        const subscription_forget forget{*this, s.id};
         return write_transaction([&]() -> result<void> {
             auto st = writer_->prepare("INSERT INTO subscriptions (" WB_SUB_COLS
                                        ") VALUES (" WB_SUB_PARAMS ")");
@@ -369,6 +371,7 @@ class sqlite_store final : public store {
     }
 
     result<void> upsert_config_subscription(const subscription& s) override {
+        const subscription_forget forget{*this, s.id};
         return write_transaction([&]() -> result<void> {
             auto st = writer_->prepare(
                 "INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
@@ -396,7 +399,33 @@ class sqlite_store final : public store {
         });
     }
 
+    // Served from memory while no write of this process has touched the row since it was read:
+    // this store is the only writer of its file, and every write of a subscriptions row forgets it
+    // (subscription_forget), so the cache is never staler than the database.
     result<subscription> get_subscription(const std::string& id) override {
+        std::uint64_t generation = 0;
+        {
+            std::lock_guard lock(subs_mu_);
+            if (auto it = subs_cache_.find(id); it != subs_cache_.end()) {
+                return it->second;
+            }
+            generation = subs_generation_;
+        }
+        auto found = read_subscription_row(id);
+        if (found) {
+            std::lock_guard lock(subs_mu_);
+            // A write that ran while we read may have changed the row: keep nothing then.
+            if (subs_generation_ == generation) {
+                if (subs_cache_.size() >= max_cached_subscriptions) {
+                    subs_cache_.clear();
+                }
+                subs_cache_.emplace(id, *found);
+            }
+        }
+        return found;
+    }
+
+    result<subscription> read_subscription_row(const std::string& id) {
         return read_transaction([&]() -> result<subscription> {
             auto st = reader_->prepare("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = ?1");
             st.bind(1, id);
@@ -428,6 +457,7 @@ class sqlite_store final : public store {
     }
 
     result<void> delete_subscription(const std::string& id) override {
+        const subscription_forget forget{*this, id};
         return write_transaction([&]() -> result<void> {
             auto st = writer_->prepare("DELETE FROM subscriptions WHERE id = ?1");
             st.bind(1, id);
@@ -441,6 +471,7 @@ class sqlite_store final : public store {
 
     result<void> change_state(const state_change& change, const std::string& event_id,
                               millis at) override {
+        const subscription_forget forget{*this, change.subscription_id};
         return write_transaction([&]() -> result<void> {
             return apply_state_change(*writer_, change, event_id, at, {});
         });
@@ -1037,6 +1068,22 @@ class sqlite_store final : public store {
     }
 
   private:
+    static constexpr std::size_t max_cached_subscriptions = 10000;
+
+    void forget_subscription(const std::string& id) {
+        std::lock_guard lock(subs_mu_);
+        ++subs_generation_;
+        subs_cache_.erase(id);
+    }
+
+    // Forgets the row when the write is done, whatever its outcome (a rolled-back write changed
+    // nothing, and forgetting costs one read).
+    struct subscription_forget {
+        sqlite_store& self;
+        const std::string& id;
+        ~subscription_forget() { self.forget_subscription(id); }
+    };
+
     struct queued_intake {
         intake_request req;
         intake_callback done;
@@ -1468,6 +1515,13 @@ class sqlite_store final : public store {
                 rollback_if_open(c);
             }
         }
+        for (const auto& w : batch) {
+            if (const auto* a = std::get_if<queued_attempts>(&w)) {
+                for (const auto& rec : *a->recs) {
+                    forget_subscription(rec.subscription_id);
+                }
+            }
+        }
         if (failed) {
             // Nothing of this batch is durable: no request may be told it was accepted.
             for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -1562,6 +1616,10 @@ class sqlite_store final : public store {
     std::unique_ptr<connection> reader_;
     std::mutex read_mu_;
     std::unique_ptr<connection> checkpointer_;
+
+    std::mutex subs_mu_;
+    std::unordered_map<std::string, subscription> subs_cache_;
+    std::uint64_t subs_generation_ = 0;
 
     std::mutex queue_mu_;
     std::condition_variable queue_cv_;
