@@ -281,7 +281,9 @@ struct bridge::impl final : run_lifecycle_sink {
         return it != reserved_runs.end() && it->second == tenant;
     }
 
-    std::string mint(std::string_view prefix) { return id_generator(random).make(prefix); }
+    std::string mint(std::string_view prefix) {
+        return id_generator(random, &clock).make(prefix);
+    }
     millis now() const { return clock.now_ms(); }
 
     // ---- watchers -------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ void delivery_engine::set_attempt_listener(attempt_listener listener) {
 }
 
 std::string delivery_engine::mint(std::string_view prefix) {
-    return id_generator(random_).make(prefix);
+    return id_generator(random_, &clock_).make(prefix);
 }
 
 void delivery_engine::start() {
