@@ -23,8 +23,9 @@ for group in "$@"; do
       ;;
     fuzz) packages+=(clang libclang-rt-14-dev) ;;
     bench)
-      # bench/run: gnuplot for the chart, Redis for the BullMQ peer, Node.js for the peer itself.
-      packages+=(gnuplot-nox redis-server redis-tools)
+      # bench/run: gnuplot for the chart, Redis for the BullMQ peer, Node.js for the peer itself,
+      # wrk and nginx-light for the generator check (wrk also measures peak ingest).
+      packages+=(gnuplot-nox redis-server redis-tools wrk nginx-light)
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm)
       ;;

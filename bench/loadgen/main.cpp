@@ -1,21 +1,27 @@
-// bench-loadgen: an open-model HTTP load generator for signed webhook ingest.
+// bench-loadgen: an HTTP load generator for signed webhook ingest (raw sockets on epoll,
+// pre-serialised keep-alive requests; see http_driver.hpp).
 //
 //   bench-loadgen search --url U --secret S [--kind webhook|slack] [--dup 0.5] [--p99-bound-ms 50]
 //                 [--start-rate 500] [--max-rate 200000] [--step-seconds 5] [--half-seconds 10]
+//                 [--probe-seconds 0]   (> 0: a closed-loop probe first; the search starts near it)
 //   bench-loadgen fixed  --url U --secret S --rate R --seconds N [--capture FILE]
 //                 [--reuse-existing N --existing-prefix P]
-//   common: [--connections 64] [--timeout-ms 10000] [--settle-seconds 1]
+//   bench-loadgen max    --url U --secret S --seconds N [--rps-guess 60000]
+//                 closed loop (like wrk): every connection sends again as soon as it is answered
+//   bench-loadgen dump   --url U --secret S --count N --out FILE
+//                 N pre-signed requests, each "<length>\n<raw HTTP/1.1 request>", for wrk (bench/wrk/)
+//   common: [--connections 64] [--threads 1] [--timeout-ms 10000] [--settle-seconds 1]
 //           [--idle-pids PID,PID --settle-max-seconds 30]  (wait for the servers to go idle first)
 //   bench-loadgen selftest   checks the histogram's percentiles against exact ones (bench/run runs it)
 //
 // `search` steps the offered rate (doubling, then bisecting) to the highest rate whose p99 stays
 // under the bound with (almost) no errors, then runs at half that rate for the latency figures.
+// With --probe-seconds it first measures the closed-loop throughput T and starts at 0.9 T, growing
+// by 1.25x instead of 2x, so it needs about three steps instead of eight.
 // Output: one JSON object on stdout. Progress goes to stderr.
 
-#include "open_loop.hpp"
+#include "http_driver.hpp"
 #include "request_set.hpp"
-
-#include <curl/curl.h>
 
 #include <chrono>
 #include <cmath>
@@ -51,7 +57,10 @@ struct options {
 
 struct step_result {
     double rate = 0;
-    open_loop_result r;
+    load_result r;
+    bool closed = false;
+    int connections = 0;
+    int threads = 1;
     bool pass = false;
 };
 
@@ -62,19 +71,24 @@ double ms(std::uint64_t us) {
 std::string step_json(const step_result& s) {
     const auto& r = s.r;
     double achieved = r.elapsed_s > 0 ? static_cast<double>(r.ok) / r.elapsed_s : 0;
-    char buf[640];
+    char buf[1024];
     std::snprintf(buf, sizeof buf,
-                  "{\"offered_rps\":%.1f,\"achieved_rps\":%.1f,\"sent\":%llu,\"ok\":%llu,"
-                  "\"errors\":%llu,\"status_5xx\":%llu,\"transport_errors\":%llu,"
+                  "{\"mode\":\"%s\",\"offered_rps\":%.1f,\"achieved_rps\":%.1f,\"sent\":%llu,"
+                  "\"ok\":%llu,\"errors\":%llu,\"status_5xx\":%llu,\"transport_errors\":%llu,"
+                  "\"reconnects\":%llu,\"connections\":%d,\"threads\":%d,\"elapsed_s\":%.3f,"
                   "\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
-                  "\"max_ms\":%.3f,\"mean_ms\":%.3f,\"max_launch_lag_ms\":%.3f,\"pass\":%s}",
-                  s.rate, achieved, static_cast<unsigned long long>(r.sent),
-                  static_cast<unsigned long long>(r.ok), static_cast<unsigned long long>(r.errors),
+                  "\"max_ms\":%.3f,\"mean_ms\":%.3f,\"max_launch_lag_ms\":%.3f,\"cycled\":%s,"
+                  "\"end_unix_ms\":%.3f,\"pass\":%s}",
+                  s.closed ? "closed" : "open", s.rate, achieved,
+                  static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.ok),
+                  static_cast<unsigned long long>(r.errors),
                   static_cast<unsigned long long>(r.status_5xx),
-                  static_cast<unsigned long long>(r.transport_errors), ms(r.latency.percentile(0.50)),
-                  ms(r.latency.percentile(0.90)), ms(r.latency.percentile(0.99)),
-                  ms(r.latency.percentile(0.999)), ms(r.latency.max()), r.latency.mean() / 1000.0,
-                  ms(r.max_launch_lag_us), s.pass ? "true" : "false");
+                  static_cast<unsigned long long>(r.transport_errors),
+                  static_cast<unsigned long long>(r.reconnects), s.connections, s.threads,
+                  r.elapsed_s, ms(r.latency.percentile(0.50)), ms(r.latency.percentile(0.90)),
+                  ms(r.latency.percentile(0.99)), ms(r.latency.percentile(0.999)),
+                  ms(r.latency.max()), r.latency.mean() / 1000.0, ms(r.max_launch_lag_us),
+                  r.cycled ? "true" : "false", r.end_wall_ms, s.pass ? "true" : "false");
     return buf;
 }
 
@@ -85,34 +99,65 @@ request_set_options set_options(const options& o, std::uint32_t seed) {
     ro.secret = o.str("secret");
     ro.id_prefix = o.str("id-prefix", "msg_bench_") +
                    std::to_string(std::chrono::system_clock::now().time_since_epoch().count() %
-                                  100000000) + "_";
+                                  100000000) + "_" + std::to_string(seed) + "_";
     ro.duplicate_ratio = o.num("dup", 0);
     ro.reuse_existing = static_cast<std::uint64_t>(o.num("reuse-existing", 0));
     ro.existing_prefix = o.str("existing-prefix");
     ro.seed = seed;
+    ro.to = parse_url(o.str("url"));
     return ro;
 }
 
+load_options driver_options(const options& o) {
+    load_options lo;
+    lo.to = parse_url(o.str("url"));
+    lo.connections = static_cast<int>(o.num("connections", 64));
+    lo.threads = static_cast<int>(o.num("threads", 1));
+    lo.timeout_ms = static_cast<long>(o.num("timeout-ms", 10000));
+    return lo;
+}
+
+// An open-loop step at `rate` for `seconds`.
 step_result run_step(const options& o, double rate, double seconds, std::uint32_t seed,
                      const response_observer& observe = {}) {
     request_set set;
     auto count = static_cast<std::size_t>(std::max(1.0, std::round(rate * seconds)));
     set.build(set_options(o, seed), count);
-    open_loop_options lo;
-    lo.url = o.str("url");
+    load_options lo = driver_options(o);
     lo.rate = rate;
     lo.count = count;
-    lo.connections = static_cast<int>(o.num("connections", 64));
-    lo.timeout_ms = static_cast<long>(o.num("timeout-ms", 10000));
+    lo.capture_bodies = static_cast<bool>(observe);
     step_result s;
     s.rate = rate;
-    s.r = run_open_loop(lo, set, observe);
+    s.connections = lo.connections;
+    s.threads = lo.threads;
+    s.r = run_load(lo, set, observe);
     double bound_ms = o.num("p99-bound-ms", 50);
     double achieved = s.r.elapsed_s > 0 ? static_cast<double>(s.r.ok) / s.r.elapsed_s : 0;
     s.pass = ms(s.r.latency.percentile(0.99)) <= bound_ms &&
              static_cast<double>(s.r.errors) <= 0.001 * static_cast<double>(s.r.sent) &&
              achieved >= 0.9 * rate;
     std::fprintf(stderr, "  step %s\n", step_json(s).c_str());
+    return s;
+}
+
+// A closed-loop run for `seconds` (every connection busy all the time, like wrk). The request set
+// holds seconds x --rps-guess requests; past that, ids repeat ("cycled").
+step_result run_closed(const options& o, double seconds, std::uint32_t seed) {
+    request_set set;
+    auto count = static_cast<std::size_t>(std::max(1000.0, seconds * o.num("rps-guess", 60000)));
+    set.build(set_options(o, seed), count);
+    load_options lo = driver_options(o);
+    lo.rate = 0;
+    lo.seconds = seconds;
+    lo.cycle = true;
+    step_result s;
+    s.closed = true;
+    s.connections = lo.connections;
+    s.threads = lo.threads;
+    s.r = run_load(lo, set);
+    s.pass = s.r.ok > 0 && static_cast<double>(s.r.errors) <= 0.001 * static_cast<double>(s.r.sent);
+    std::fprintf(stderr, "  closed %s\n", step_json(s).c_str());
     return s;
 }
 
@@ -185,11 +230,23 @@ int search(const options& o) {
     const double max_rate = o.num("max-rate", 200000);
     const double step_s = o.num("step-seconds", 5);
     const int max_steps = static_cast<int>(o.num("max-steps", 12));
+    double growth = 2;
     double good = 0;
     double bad = 0;
     std::string steps;
+    std::string probe = "null";
     std::uint32_t seed = 1;
     settle(o); // the previous scenario may still be delivering
+    if (double probe_s = o.num("probe-seconds", 0); probe_s > 0) {
+        auto p = run_closed(o, probe_s, seed++);
+        probe = step_json(p);
+        double achieved = p.r.elapsed_s > 0 ? static_cast<double>(p.r.ok) / p.r.elapsed_s : 0;
+        if (achieved > 0) {
+            rate = std::max(10.0, std::round(0.9 * achieved));
+            growth = 1.25;
+        }
+        settle(o);
+    }
     for (int i = 0; i < max_steps; ++i) {
         auto s = run_step(o, rate, step_s, seed++);
         steps += (steps.empty() ? "" : ",") + step_json(s);
@@ -203,9 +260,9 @@ int search(const options& o) {
             if (rate >= max_rate) {
                 break;
             }
-            rate = std::min(max_rate, rate * 2);
+            rate = std::min(max_rate, std::round(rate * growth));
         } else if (good == 0) {
-            rate = rate / 2;
+            rate = std::round(rate / 2);
             if (rate < 10) {
                 break;
             }
@@ -221,9 +278,41 @@ int search(const options& o) {
         auto h = run_step(o, good / 2, o.num("half-seconds", 10), seed++);
         half = step_json(h);
     }
-    std::printf("{\"max_rps\":%.1f,\"p99_bound_ms\":%.1f,\"at_half\":%s,\"steps\":[%s]}\n", good,
-                o.num("p99-bound-ms", 50), half.c_str(), steps.c_str());
+    std::printf("{\"max_rps\":%.1f,\"p99_bound_ms\":%.1f,\"probe\":%s,\"at_half\":%s,"
+                "\"steps\":[%s]}\n",
+                good, o.num("p99-bound-ms", 50), probe.c_str(), half.c_str(), steps.c_str());
     return good > 0 ? 0 : 1;
+}
+
+int max_mode(const options& o) {
+    settle(o);
+    auto s = run_closed(o, o.num("seconds", 5), 1);
+    std::printf("%s\n", step_json(s).c_str());
+    return s.r.ok > 0 ? 0 : 1;
+}
+
+// Pre-signed requests for wrk: "<length>\n<bytes>" per request (bench/wrk/signed.lua reads them).
+int dump(const options& o) {
+    auto count = static_cast<std::size_t>(o.num("count", 10000));
+    request_set set;
+    set.build(set_options(o, static_cast<std::uint32_t>(o.num("seed", 1))), count);
+    std::FILE* f = std::fopen(o.str("out").c_str(), "wb");
+    if (!f) {
+        std::fprintf(stderr, "bench-loadgen: cannot write %s\n", o.str("out").c_str());
+        return 1;
+    }
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < set.size(); ++i) {
+        const auto& w = set[i].wire;
+        std::fprintf(f, "%zu\n", w.size());
+        std::fwrite(w.data(), 1, w.size(), f);
+        bytes += w.size();
+    }
+    if (std::fclose(f) != 0) {
+        return 1;
+    }
+    std::printf("{\"requests\":%zu,\"bytes\":%zu}\n", set.size(), bytes);
+    return 0;
 }
 
 int fixed(const options& o) {
@@ -294,7 +383,7 @@ int main(int argc, char** argv) {
         return selftest();
     }
     if (argc < 2) {
-        std::fprintf(stderr, "usage: bench-loadgen search|fixed --url URL --secret S [options]\n");
+        std::fprintf(stderr, "usage: bench-loadgen search|fixed|max|dump --url URL --secret S [options]\n");
         return 2;
     }
     options o;
@@ -311,15 +400,21 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench-loadgen: --url is required\n");
         return 2;
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (parse_url(o.str("url")).host.empty()) {
+        std::fprintf(stderr, "bench-loadgen: --url must be http://HOST:PORT/PATH\n");
+        return 2;
+    }
     int rc = 2;
     if (o.mode == "search") {
         rc = search(o);
     } else if (o.mode == "fixed") {
         rc = fixed(o);
+    } else if (o.mode == "max") {
+        rc = max_mode(o);
+    } else if (o.mode == "dump") {
+        rc = dump(o);
     } else {
         std::fprintf(stderr, "bench-loadgen: unknown mode %s\n", o.mode.c_str());
     }
-    curl_global_cleanup();
     return rc;
 }

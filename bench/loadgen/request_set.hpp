@@ -1,15 +1,24 @@
 #pragma once
-// Pre-signed requests for the load generator: every body, header and signature is computed before
-// the clock starts, so the send path only hands prepared bytes to libcurl.
+// Pre-signed requests for the load generator: every body, header and signature is computed and the
+// whole HTTP/1.1 request serialised before the clock starts, so the send path only writes prepared
+// bytes to a socket. `bench-loadgen dump` writes the same bytes to a file for wrk (bench/wrk/).
 
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
-struct curl_slist;
-
 namespace wopbridge::bench {
+
+// http://HOST:PORT/PATH (plain HTTP only: the benchmarks run on loopback).
+struct target {
+    std::string host;        // as given (an IPv4/IPv6 literal or a name)
+    std::uint16_t port = 80;
+    std::string path = "/";  // with the query, if any
+    std::string host_header; // host[:port] as sent in Host:
+};
+// Empty host on a URL it cannot read.
+target parse_url(const std::string& url);
 
 enum class request_kind { standard_webhook, slack_event };
 
@@ -23,11 +32,11 @@ struct request_set_options {
     std::uint64_t reuse_existing = 0;
     std::string existing_prefix;
     std::uint32_t seed = 7;
+    target to;                   // Host: and request target of the serialised requests
 };
 
 struct prepared_request {
-    std::string body;
-    curl_slist* headers = nullptr;
+    std::string wire;        // the whole request: request line, headers, body
     bool duplicate = false;
 };
 
@@ -36,7 +45,6 @@ public:
     request_set() = default;
     request_set(const request_set&) = delete;
     request_set& operator=(const request_set&) = delete;
-    ~request_set();
 
     // Appends n requests.
     void build(const request_set_options& opts, std::size_t n);
