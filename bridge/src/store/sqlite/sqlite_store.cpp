@@ -279,17 +279,20 @@ result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
     return sequence;
 }
 
-// The event at a known `sequence` of a run created in this transaction.
+// The event at a known `sequence` of a run created in this transaction. `outbound`: false when
+// no outbound webhook exists, so there is no outbox row to write.
 result<void> insert_new_run_event(connection& c, const std::string& run_id, std::int64_t sequence,
                                   std::string_view type, const std::string& payload,
                                   const std::string& causation_id, const std::string& event_id,
-                                  millis at) {
+                                  millis at, bool outbound) {
     auto st = c.prepare("INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, "
                         "timestamp, causation_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     st.bind(1, run_id).bind(2, sequence).bind(3, event_id).bind(4, type).bind(5, payload);
     st.bind(6, at).bind_or_null(7, causation_id);
     WB_TRY(st.run());
-    WB_TRY(sqlite::outbound::enqueue(c, run_id, sequence, at));
+    if (outbound) {
+        WB_TRY(sqlite::outbound::enqueue(c, run_id, sequence, at));
+    }
     return {};
 }
 
@@ -337,6 +340,11 @@ class sqlite_store final : public store {
         : writer_(std::move(writer)), reader_(std::move(reader)),
           checkpointer_(std::move(checkpointer)), max_batch_(std::max(1, max_batch)),
           checkpoint_pages_(std::max(1, checkpoint_pages)) {
+        {
+            auto st = writer_->prepare("SELECT EXISTS (SELECT 1 FROM outbound_webhooks)");
+            auto row = st.step();
+            outbound_possible_.store(!row || !*row || st.int64(0) != 0);
+        }
         sqlite3_wal_hook(writer_->handle(), &sqlite_store::on_wal_commit, this);
         thread_ = std::thread([this] { writer_loop(); });
         ckpt_thread_ = std::thread([this] { checkpointer_loop(); });
@@ -1018,6 +1026,7 @@ class sqlite_store final : public store {
     // ---- outbound webhooks (sqlite_outbound.cpp) ----
 
     result<void> insert_outbound_webhook(const outbound_webhook& w) override {
+        outbound_possible_.store(true); // before the commit: no run event may miss its outbox
         return write_transaction([&] { return sqlite::outbound::insert_webhook(*writer_, w); });
     }
     result<outbound_webhook> get_outbound_webhook(const std::string& id) override {
@@ -1269,12 +1278,13 @@ class sqlite_store final : public store {
             WB_TRY(ins.run());
             // A new run's log is empty: its sequences are known (0, 1, ...), no MAX() lookup.
             std::int64_t next_sequence = 0;
+            const bool outbound = outbound_possible_.load();
             WB_TRY(insert_new_run_event(c, run.id, next_sequence++,
                                         codec::event_delivery_attempted, payload, {},
-                                        rec.attempt_event_id, rec.at));
+                                        rec.attempt_event_id, rec.at, outbound));
             WB_TRY(insert_new_run_event(c, run.id, next_sequence++, codec::event_run_started,
                                         rec.run_started_payload_json, rec.attempt_event_id,
-                                        rec.run_started_event_id, rec.at));
+                                        rec.run_started_event_id, rec.at, outbound));
             for (std::size_t i = 0; i < rec.extra_run_events.size(); ++i) {
                 std::string id =
                     i < rec.extra_run_event_ids.size() ? rec.extra_run_event_ids[i] : std::string{};
@@ -1283,7 +1293,7 @@ class sqlite_store final : public store {
                 }
                 const auto& [type, extra_payload] = rec.extra_run_events[i];
                 WB_TRY(insert_new_run_event(c, run.id, next_sequence++, type, extra_payload, {},
-                                            id, rec.at));
+                                            id, rec.at, outbound));
             }
             auto upd = c.prepare("UPDATE deliveries SET status = 'delivered', attempts = ?2, "
                                  "lease_until = 0, updated_at = ?3, last_error = '', "
@@ -1333,15 +1343,15 @@ class sqlite_store final : public store {
         }
         }
 
+        // Written only when it changes (a run of deliveries leaves it at 0, 0). The subscription
+        // exists: its delivery row does (deleting a subscription cascades to its deliveries).
         auto sub = c.prepare("UPDATE subscriptions SET consecutive_failures = ?2, "
-                             "next_probe_at = ?3 WHERE id = ?1");
+                             "next_probe_at = ?3 WHERE id = ?1 AND "
+                             "(consecutive_failures <> ?2 OR next_probe_at <> ?3)");
         sub.bind(1, rec.subscription_id)
             .bind(2, rec.consecutive_failures)
             .bind(3, rec.next_probe_at);
         WB_TRY(sub.run());
-        if (c.changes() == 0) {
-            return errc::not_found;
-        }
         if (rec.state_change_caused) {
             WB_TRY(apply_state_change(c, *rec.state_change_caused, rec.state_change_event_id,
                                       rec.at, rec.attempt_event_id));
@@ -1628,6 +1638,7 @@ class sqlite_store final : public store {
     bool stopping_ = false;
     const int max_batch_;
 
+    std::atomic<bool> outbound_possible_{true}; // an outbound webhook exists (or may)
     std::atomic<std::uint64_t> commits_{0};
     std::atomic<std::uint64_t> intake_batches_{0};
     std::atomic<std::uint64_t> intake_requests_{0};
