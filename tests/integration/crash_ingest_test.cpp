@@ -5,12 +5,14 @@
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_multi.hpp"
+#include "support/serve_probe.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/webhook_signer.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -39,7 +41,10 @@ std::uint64_t test_seed() {
 
 class CrashIngestTest : public ::testing::Test {
 protected:
-    void SetUp() override {
+    void SetUp() override { write_config(""); }
+
+    // `delivery_extra`: more keys for the delivery map (", batchSize: 16").
+    void write_config(const std::string& delivery_extra) {
         std::ofstream out(dir_.file("wopbridge.yaml"));
         out << "server: {listen: \"127.0.0.1:0\", threads: 4}\n"
                "auth:\n"
@@ -50,7 +55,8 @@ protected:
                "store: {sqlite: {path: bridge.db}}\n"
                "hostKeyFile: host.key\n"
                "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
-               "delivery: {retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 1s}\n"
+               "delivery: {retryPolicy: {baseDelay: 50ms, maxDelay: 200ms}, lease: 1s"
+            << delivery_extra << "}\n"
                "subscriptions:\n"
                "  - {id: orders, source: webhook, workflowId: conformance-noop, signingSecret: \""
             << secret << "\"}\n";
@@ -198,6 +204,75 @@ TEST_F(CrashIngestTest, AcknowledgedIngestsSurviveRepeatedSigkillWithExactlyOneR
         auto run = read_run(serve.url(), api_key, run_id);
         ASSERT_EQ(run.http_status, 200) << run_id;
         EXPECT_EQ(run.status, "completed") << run_id;
+    }
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0);
+}
+
+// Small batches make many claim and record commits while the load runs, so the kills land inside
+// batched claims and records: no attempt event is lost, no run starts twice, every run's log is
+// the delivered attempt at sequence 0 and one run.started caused by it.
+TEST_F(CrashIngestTest, SigkillInsideBatchedClaimsAndRecordsLosesNoAttemptAndStartsNoRunTwice) {
+    write_config(", batchSize: 16, concurrency: 64");
+    const std::uint64_t seed = test_seed();
+    std::printf("[ seed     ] WOPBRIDGE_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
+    RecordProperty("seed", std::to_string(seed));
+    std::mt19937_64 rng(seed);
+
+    constexpr int rounds = 3;
+    constexpr int per_round = 400;
+    std::map<std::string, std::string> acked; // webhook-id -> runId of its 2xx
+    for (int round = 0; round < rounds; ++round) {
+        serve_process serve;
+        ASSERT_TRUE(start(serve)) << serve.error;
+        std::vector<std::string> ids;
+        std::vector<http_call> calls;
+        for (int i = 0; i < per_round; ++i) {
+            ids.push_back(fresh_webhook_id());
+            calls.push_back(
+                signed_ingest_call(serve.url(), "orders", secret, ids.back(), body_for(ids.back())));
+        }
+        const int kill_after = std::uniform_int_distribution<int>(50, per_round - 50)(rng);
+        const int extra_us = std::uniform_int_distribution<int>(0, 5000)(rng);
+        std::atomic<int> answered{0};
+        std::vector<http_reply> replies;
+        std::thread client([&] { replies = perform_all(calls, 32, &answered); });
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (answered.load() < kill_after && std::chrono::steady_clock::now() < until) {
+            std::this_thread::yield();
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(extra_us)); // seeded kill point
+        serve.signal(SIGKILL);
+        EXPECT_EQ(serve.wait_exit(), -1);
+        client.join();
+        std::printf("[ round %d  ] kill after %d answers (+%d us)\n", round, kill_after, extra_us);
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (replies[i].status == 202 || replies[i].status == 200) {
+                acked[ids[i]] = json_string_field(replies[i].body, "runId");
+            }
+        }
+    }
+    ASSERT_GE(acked.size(), 150u) << "too few acknowledged requests to prove anything";
+
+    serve_process serve;
+    ASSERT_TRUE(start(serve)) << serve.error;
+    std::vector<delivery_row> rows;
+    ASSERT_TRUE(eventually(
+        [&] {
+            bool ok = false;
+            rows = read_all_deliveries(serve.url(), api_key, "orders", ok);
+            return ok && std::all_of(rows.begin(), rows.end(),
+                                     [](const delivery_row& d) { return d.status == "delivered"; });
+        },
+        std::chrono::seconds(30)));
+    // Every delivery (acknowledged or committed without an answer) started exactly one run whose
+    // run.started is caused by its delivered attempt; every acknowledged run is among them.
+    std::vector<std::string> run_ids;
+    EXPECT_TRUE(serve_probe(serve.url(), api_key).runs_started("orders", rows.size(), &run_ids));
+    const std::set<std::string> started(run_ids.begin(), run_ids.end());
+    EXPECT_EQ(started.size(), rows.size()) << "two deliveries share a run";
+    for (const auto& [id, run_id] : acked) {
+        EXPECT_EQ(started.count(run_id), 1u) << id << " was answered with run " << run_id;
     }
     serve.signal(SIGTERM);
     EXPECT_EQ(serve.wait_exit(), 0);

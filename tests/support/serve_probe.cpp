@@ -29,30 +29,15 @@ struct run_log {
 } // namespace
 
 std::vector<delivery_row> serve_probe::deliveries(const std::string& subscription_id) const {
-    http_call c;
-    c.url = base_url_ + "/v1/trigger-subscriptions/" + subscription_id + "/deliveries?limit=100";
-    c.headers = {{"authorization", "Bearer " + api_key_}};
-    auto r = perform(c);
-    std::vector<delivery_row> rows;
-    boost::system::error_code ec;
-    auto v = json::parse(r.body, ec);
-    if (r.status != 200 || ec || !v.is_object()) {
+    // Every page: a subscription with more than one page of deliveries is checked whole.
+    bool ok = false;
+    auto rows = read_all_deliveries(base_url_, api_key_, subscription_id, ok);
+    if (!ok) {
         // An unreadable list must not pass for an empty one.
-        ADD_FAILURE() << "deliveries of " << subscription_id << ": HTTP " << r.status << " "
-                      << r.body << r.error;
-        return rows;
+        ADD_FAILURE() << "deliveries of " << subscription_id << " could not be read";
+        return {};
     }
-    for (const auto& d : v.at("deliveries").as_array()) {
-        const auto& o = d.as_object();
-        delivery_row row;
-        row.delivery_id = std::string(o.at("deliveryId").as_string());
-        if (const auto* run = o.if_contains("runId")) {
-            row.run_id = std::string(run->as_string());
-        }
-        row.status = std::string(o.at("status").as_string());
-        rows.push_back(std::move(row));
-    }
-    std::reverse(rows.begin(), rows.end()); // the page is newest first
+    std::reverse(rows.begin(), rows.end()); // the pages are newest first
     return rows;
 }
 

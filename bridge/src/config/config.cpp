@@ -847,7 +847,7 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
         r.check_keys(s, path,
                      {"id", "tenant", "source", "connector", "workflowId", "schedule",
                       "verification", "signingSecret", "retryPolicy", "dedup", "settings",
-                      "whenNotActive", "rateLimit"});
+                      "whenNotActive", "rateLimit", "maxConcurrency", "ordering"});
         subscription_config sc;
         sc.line = s.Mark().line + 1;
         sc.column = s.Mark().column + 1;
@@ -927,6 +927,17 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
         if (reader::present(s["whenNotActive"])) {
             if (auto m = r.choice(s, "whenNotActive", path, {"refuse", "hold"})) {
                 sc.hold_when_not_active = *m == 1;
+            }
+        }
+        r.integer_into(s, "maxConcurrency", path, sc.max_concurrency, 1, 100000);
+        if (reader::present(s["ordering"])) {
+            if (auto m = r.choice(s, "ordering", path, {"none", "perSubscription"}); m && *m == 1) {
+                if (reader::present(s["maxConcurrency"]) && sc.max_concurrency != 1) {
+                    r.error(s["maxConcurrency"].Mark(),
+                            path + ".maxConcurrency: ordering: perSubscription starts one run at a "
+                                   "time; drop maxConcurrency or set it to 1");
+                }
+                sc.max_concurrency = 1;
             }
         }
         if (reader::present(s["rateLimit"])) {
@@ -1100,6 +1111,7 @@ std::vector<subscription> make_subscriptions(const config& c, std::map<std::stri
         s.connector = sc.connector;
         s.connector_settings_json = sc.settings_json;
         s.hold_when_not_active = sc.hold_when_not_active;
+        s.max_concurrency = sc.max_concurrency;
         s.origin = subscription::origin_kind::config;
         if (!sc.signing_secret.empty()) {
             secrets[sc.id] = sc.signing_secret;

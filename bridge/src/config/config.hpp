@@ -110,6 +110,7 @@ struct subscription_config {
     int line = 0;                      // where it was declared
     int column = 0;
     bool hold_when_not_active = false; // whenNotActive: refuse (default) | hold
+    int max_concurrency = 0;           // maxConcurrency, or 1 for ordering: perSubscription
     // rateLimit: replaces server.rateLimits.perSubscription for this subscription.
     std::optional<rate_limit> rate_limit_override;
 };

@@ -113,6 +113,11 @@ struct subscription {
     // whenNotActive: hold. While not active, verified inbound events are committed `held` instead of
     // refused with 409, and released in arrival order when the subscription becomes active again.
     bool hold_when_not_active = false;
+
+    // maxConcurrency: attempts of this subscription claimed at once, across the cluster (0 = no
+    // bound but delivery.concurrency). 1 starts its runs one at a time, in due order
+    // (ordering: perSubscription); a retrying delivery does not hold back the next one.
+    int max_concurrency = 0;
 };
 
 // A content-free record of one state change: exactly the trigger.subscription.state.changed payload.

@@ -49,7 +49,7 @@ TEST(ObservedStoreTest, EventsToldForANewRunAreTheStoredOnes) {
     rec.at = t0 + 7;
     rec.attempt = {"sub", "k", 1, attempt_outcome::delivered, "run_1"};
     rec.attempt_event_id = "evt_att";
-    rec.run = run_record{"run_1", "acme", "wf", "sub", "dlv_1", run_status::completed, "", t0, t0};
+    rec.run = run_record{"run_1", "acme", "wf", "sub", "dlv_1", run_status::completed, "", t0, t0, ""};
     rec.run_started_event_id = "evt_started";
     rec.run_started_payload_json = R"({"workflowId":"wf"})";
     rec.extra_run_events = {{"run.completed", R"({"exitCode":0})"}};

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace wopbridge {
@@ -317,6 +318,38 @@ TEST_F(ConfigTest, ReadsOverloadBoundsAndRateLimits) {
     ASSERT_TRUE(d);
     EXPECT_FALSE(d.value->server.per_subscription.enabled());
     EXPECT_EQ(d.value->server.max_in_flight_requests, 1024);
+}
+
+TEST_F(ConfigTest, ReadsDeliveryThroughputAndPerSubscriptionConcurrency) {
+    auto c = parse("runs: {local: {workflows: [{id: wf}]}}\n"
+                   "delivery: {concurrency: 300, batchSize: 64}\n"
+                   "subscriptions:\n"
+                   "  - {id: a, workflowId: wf, signingSecret: whsec_x, maxConcurrency: 4}\n"
+                   "  - {id: b, workflowId: wf, signingSecret: whsec_x, ordering: perSubscription}\n"
+                   "  - {id: c, workflowId: wf, signingSecret: whsec_x}\n");
+    ASSERT_TRUE(c) << (c.errors.empty() ? "" : c.errors[0].to_string());
+    EXPECT_EQ(c.value->delivery.max_in_flight, 300);
+    EXPECT_EQ(c.value->delivery.batch_size, 64);
+    ASSERT_EQ(c.value->subscriptions.size(), 3u);
+    EXPECT_EQ(c.value->subscriptions[0].max_concurrency, 4);
+    EXPECT_EQ(c.value->subscriptions[1].max_concurrency, 1);
+    EXPECT_EQ(c.value->subscriptions[2].max_concurrency, 0);
+    std::map<std::string, std::string> secrets;
+    auto subs = make_subscriptions(*c.value, secrets);
+    ASSERT_EQ(subs.size(), 3u);
+    EXPECT_EQ(subs[1].max_concurrency, 1);
+
+    EXPECT_THAT(errors("delivery: {concurrency: 10, maxInFlight: 10}\n"),
+                ::testing::Contains(HasSubstr("the earlier name of delivery.concurrency")));
+    EXPECT_THAT(errors("runs: {local: {workflows: [{id: wf}]}}\n"
+                       "subscriptions:\n"
+                       "  - {id: a, workflowId: wf, signingSecret: whsec_x, "
+                       "ordering: perSubscription, maxConcurrency: 3}\n"),
+                ::testing::Contains(HasSubstr("drop maxConcurrency or set it to 1")));
+    EXPECT_THAT(errors("runs: {local: {workflows: [{id: wf}]}}\n"
+                       "subscriptions:\n"
+                       "  - {id: a, workflowId: wf, signingSecret: whsec_x, ordering: fifo}\n"),
+                ::testing::Contains(HasSubstr("ordering")));
 }
 
 TEST_F(ConfigTest, RefusesBadRateLimits) {

@@ -819,6 +819,50 @@ TEST_P(StoreContractTest, EveryWriteOfASubscriptionIsSeenByTheNextRead) {
     EXPECT_EQ(store_->get_subscription("sub_a")->workflow_id, "wf_orders");
 }
 
+TEST_P(StoreContractTest, ClaimsHonourEachSubscriptionsMaxConcurrency) {
+    auto bounded = make_subscription("sub_one");
+    bounded.max_concurrency = 2;
+    ASSERT_TRUE(store_->insert_subscription(bounded));
+    EXPECT_EQ(store_->get_subscription("sub_one")->max_concurrency, 2);
+    add_subscription("sub_free");
+    for (int i = 0; i < 5; ++i) {
+        must_intake(make_intake("sub_one", "b" + std::to_string(i), "b" + std::to_string(i),
+                                t0 + i));
+        must_intake(make_intake("sub_free", "f" + std::to_string(i), "f" + std::to_string(i),
+                                t0 + i));
+    }
+    auto first = claim(t0 + 10, 100, 1000);
+    std::vector<std::string> bounded_ids;
+    int free_count = 0;
+    for (const auto& d : first) {
+        if (d.subscription_id == "sub_one") {
+            bounded_ids.push_back(d.id);
+        } else {
+            ++free_count;
+        }
+    }
+    // The two oldest of the bounded subscription, everything of the other one.
+    EXPECT_EQ(bounded_ids, (std::vector<std::string>{"dlv_b0", "dlv_b1"}));
+    EXPECT_EQ(free_count, 5);
+    EXPECT_TRUE(claim(t0 + 20, 100, 1000).empty()); // both slots still leased
+    std::map<std::string, delivery> by_id;
+    for (const auto& d : first) {
+        by_id[d.id] = d;
+    }
+    ASSERT_TRUE(store_->record_attempt(delivered_record(by_id["dlv_b0"], 1, t0 + 30)));
+    EXPECT_EQ(ids(claim(t0 + 40, 100, 1000)), (std::vector<std::string>{"dlv_b2"}));
+    // An expired lease frees its slot: dlv_b1 (claimed at t0 + 10) is claimable again at t0 + 1010,
+    // and with dlv_b2's lease expired too, the two slots go to the two oldest (expired leases and
+    // pending rows alike count against the bound).
+    std::vector<std::string> again;
+    for (const auto& d : claim(t0 + 2000, 100, 1000)) {
+        if (d.subscription_id == "sub_one") {
+            again.push_back(d.id);
+        }
+    }
+    EXPECT_EQ(again, (std::vector<std::string>{"dlv_b1", "dlv_b2"}));
+}
+
 TEST_P(StoreContractTest, BatchedContentsReadEveryDeliveryAndSkipUnknownIds) {
     add_subscription("sub_a");
     must_intake(make_intake("sub_a", "k1", "1"));

@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 3> migrations{{
+constexpr std::array<migration, 4> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -221,6 +221,10 @@ CREATE INDEX outbound_dead_letters_by_webhook ON outbound_dead_letters (webhook_
     {3, R"sql(
 CREATE INDEX deliveries_by_subscription_status_due
     ON deliveries (subscription_id, status, due_at, seq);
+)sql"},
+    // 4: subscriptions[].maxConcurrency (0 = unbounded).
+    {4, R"sql(
+ALTER TABLE subscriptions ADD COLUMN max_concurrency INTEGER NOT NULL DEFAULT 0;
 )sql"},
 }};
 

@@ -35,10 +35,17 @@
     "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
     "breaker_probe_interval_ms, verification, webhook_id, secret_fingerprint, sealed_secret, "     \
     "schedule_cron, schedule_time_zone, connector, connector_settings_json, origin, "              \
-    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active"
+    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active, "               \
+    "max_concurrency"
 #define WB_SUB_PARAMS                                                                              \
     "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "  \
-    "$21, $22, $23, $24, $25, $26, $27"
+    "$21, $22, $23, $24, $25, $26, $27, $28"
+// How many more claims subscription `s` has room for: $3 (the claim's limit) when unbounded, else
+// its maxConcurrency minus its unexpired leases ($1 = now).
+#define WB_CLAIM_ROOM                                                                              \
+    "(CASE WHEN s.max_concurrency > 0 THEN GREATEST(0, s.max_concurrency - (SELECT COUNT(*) "     \
+    "FROM deliveries f WHERE f.subscription_id = s.id AND f.status = 'in_flight' "                 \
+    "AND f.lease_until > $1)) ELSE $3 END)"
 #define WB_DLV_COLS                                                                                \
     "d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts, d.due_at, "   \
     "d.received_at, d.updated_at, d.last_error, d.seq"
@@ -116,6 +123,7 @@ result<subscription> read_subscription(const rows& r, int i) {
     s.created_at = r.int64(i, 24);
     s.updated_at = r.int64(i, 25);
     s.hold_when_not_active = r.text(i, 26) == "hold";
+    s.max_concurrency = r.integer(i, 27);
     return s;
 }
 
@@ -146,7 +154,8 @@ std::vector<param> subscription_params(const subscription& s) {
             p(s.next_probe_at),
             p(s.created_at),
             p(s.updated_at),
-            p(s.hold_when_not_active ? "hold" : "refuse")};
+            p(s.hold_when_not_active ? "hold" : "refuse"),
+            p(s.max_concurrency)};
 }
 
 // Reads WB_DLV_COLS; the sort key (seq) is column 11.
@@ -322,7 +331,8 @@ class postgres_store final : public store {
                          "connector = excluded.connector, "
                          "connector_settings_json = excluded.connector_settings_json, "
                          "origin = excluded.origin, updated_at = excluded.updated_at, "
-                         "when_not_active = excluded.when_not_active",
+                         "when_not_active = excluded.when_not_active, "
+                         "max_concurrency = excluded.max_concurrency",
                          subscription_params(s));
         });
     }
@@ -455,20 +465,27 @@ class postgres_store final : public store {
                        // always-failing workflow retrying) cannot take every slot ahead of
                        // the others' fresh deliveries. (Window functions cannot share a
                        // query level with FOR UPDATE, hence the extra layer.)
-                       "WHERE d.seq = ANY(ARRAY(SELECT c.seq FROM ("
-                       "SELECT y.seq, y.due_at, y.turn FROM subscriptions s CROSS JOIN LATERAL ("
+                       // maxConcurrency: a subscription takes at most `room` rows, its bound
+                       // minus its unexpired leases on every node (pending and expired-lease
+                       // rows alike), ranked k within it.
+                       "WHERE d.seq = ANY(ARRAY(SELECT c.seq FROM (SELECT u.*, row_number() "
+                       "OVER (PARTITION BY u.sub ORDER BY u.due_at, u.seq) AS k FROM ("
+                       "SELECT y.seq, y.due_at, y.turn, s.id AS sub, " WB_CLAIM_ROOM " AS room "
+                       "FROM subscriptions s CROSS JOIN LATERAL ("
                        "SELECT l.seq, l.due_at, row_number() OVER (ORDER BY l.due_at, l.seq) "
                        "AS turn FROM (SELECT x.seq, x.due_at FROM deliveries x "
                        "WHERE x.subscription_id = s.id AND x.status = 'pending' "
                        "AND x.due_at <= $1 ORDER BY x.due_at, x.seq "
-                       "LIMIT $3 FOR UPDATE OF x SKIP LOCKED) l) y WHERE s.state = 'active' "
+                       "LIMIT LEAST($3, " WB_CLAIM_ROOM ") "
+                       "FOR UPDATE OF x SKIP LOCKED) l) y WHERE s.state = 'active' "
                        "UNION ALL SELECT z.seq, z.due_at, row_number() OVER ("
-                       "PARTITION BY z.subscription_id ORDER BY z.due_at, z.seq) FROM ("
-                       "SELECT x.seq, x.due_at, x.subscription_id "
+                       "PARTITION BY z.subscription_id ORDER BY z.due_at, z.seq), z.sub, z.room "
+                       "FROM (SELECT x.seq, x.due_at, x.subscription_id, s.id AS sub, "
+                       WB_CLAIM_ROOM " AS room "
                        "FROM deliveries x JOIN subscriptions s ON s.id = x.subscription_id "
                        "WHERE s.state = 'active' AND x.status = 'in_flight' "
-                       "AND x.lease_until <= $1 FOR UPDATE OF x SKIP LOCKED) z) c "
-                       "ORDER BY c.turn, c.due_at, c.seq LIMIT $3)) "
+                       "AND x.lease_until <= $1 FOR UPDATE OF x SKIP LOCKED) z) u) c "
+                       "WHERE c.k <= c.room ORDER BY c.turn, c.due_at, c.seq LIMIT $3)) "
                        "RETURNING " WB_DLV_COLS ", d.lease_token) "
                        "SELECT c.*, f.probe FROM (SELECT EXISTS (SELECT 1 FROM subscriptions "
                        "WHERE state = 'failed' AND next_probe_at <= $1) AS probe) f "

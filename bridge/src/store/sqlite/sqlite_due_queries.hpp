@@ -27,8 +27,11 @@ inline constexpr const char* next_due_at =
     "AND d.status = 'in_flight') AS t "
     "FROM subscriptions s WHERE s.state IN ('active', 'failed'))";
 
+// ?1 now: active subscriptions, their maxConcurrency and (when bounded) their unexpired leases.
 inline constexpr const char* active_subscriptions =
-    "SELECT id FROM subscriptions WHERE state = 'active'";
+    "SELECT s.id, s.max_concurrency, CASE WHEN s.max_concurrency > 0 THEN (SELECT COUNT(*) "
+    "FROM deliveries x WHERE x.subscription_id = s.id AND x.status = 'in_flight' "
+    "AND x.lease_until > ?1) ELSE 0 END FROM subscriptions s WHERE s.state = 'active'";
 
 // ?1 subscription, ?2 now, ?3 limit: its due pending deliveries, oldest first, in index order.
 inline constexpr const char* due_pending_of_subscription =

@@ -12,7 +12,7 @@ struct migration {
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 5> migrations{{
+constexpr std::array<migration, 6> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -217,6 +217,10 @@ CREATE INDEX deliveries_by_subscription_status_due
     // update at each intake, claim and record.
     {5, R"sql(
 DROP INDEX deliveries_by_status_due;
+)sql"},
+    // 6: subscriptions[].maxConcurrency (0 = unbounded).
+    {6, R"sql(
+ALTER TABLE subscriptions ADD COLUMN max_concurrency INTEGER NOT NULL DEFAULT 0;
 )sql"},
 }};
 

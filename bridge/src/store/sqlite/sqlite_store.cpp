@@ -38,10 +38,10 @@
     "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
     "breaker_probe_interval_ms, verification, webhook_id, secret_fingerprint, sealed_secret, "     \
     "schedule_cron, schedule_time_zone, connector, connector_settings_json, origin, "              \
-    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active"
+    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active, max_concurrency"
 #define WB_SUB_PARAMS                                                                              \
     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "  \
-    "?21, ?22, ?23, ?24, ?25, ?26, ?27"
+    "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28"
 #define WB_DLV_COLS                                                                                \
     "d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts, d.due_at, "   \
     "d.received_at, d.updated_at, d.last_error, d.seq"
@@ -121,6 +121,7 @@ result<subscription> read_subscription(const statement& st) {
     s.created_at = st.int64(24);
     s.updated_at = st.int64(25);
     s.hold_when_not_active = st.text(26) == "hold";
+    s.max_concurrency = st.integer(27);
     return s;
 }
 
@@ -154,7 +155,8 @@ void bind_subscription(statement& st, const subscription& s) {
         .bind(24, s.next_probe_at)
         .bind(25, s.created_at)
         .bind(26, s.updated_at)
-        .bind(27, std::string(s.hold_when_not_active ? "hold" : "refuse"));
+        .bind(27, std::string(s.hold_when_not_active ? "hold" : "refuse"))
+        .bind(28, s.max_concurrency);
 }
 
 // Reads WB_DLV_COLS; the sort key (seq) is column 11.
@@ -401,7 +403,8 @@ class sqlite_store final : public store {
                 "connector = excluded.connector, "
                 "connector_settings_json = excluded.connector_settings_json, "
                 "origin = excluded.origin, updated_at = excluded.updated_at, "
-                "when_not_active = excluded.when_not_active");
+                "when_not_active = excluded.when_not_active, "
+                "max_concurrency = excluded.max_concurrency");
             bind_subscription(st, s);
             return st.run();
         });
@@ -575,7 +578,7 @@ class sqlite_store final : public store {
             };
             // Per subscription through the (subscription_id, status, due_at, seq) index: at most
             // `limit` rows each, so a backlog costs a seek, not a scan and a sort.
-            auto active = subscriptions(due_queries::active_subscriptions, false);
+            auto active = active_with_room(now);
             if (!active) {
                 return active.error();
             }
@@ -583,13 +586,20 @@ class sqlite_store final : public store {
             // one's second, ...), in due order within a subscription: a subscription with a large
             // due backlog (an always-failing workflow retrying) cannot take every slot ahead of the
             // others' fresh deliveries.
-            for (const auto& id : *active) {
+            for (const auto& [id, room] : *active) {
+                const int n = std::min(limit, room);
+                if (n <= 0) {
+                    continue; // maxConcurrency attempts already in flight
+                }
                 std::vector<candidate> own;
-                WB_TRY(collect(due_queries::due_pending_of_subscription, id, limit, own));
-                WB_TRY(collect(due_queries::expired_leases_of_subscription, id, limit, own));
+                WB_TRY(collect(due_queries::due_pending_of_subscription, id, n, own));
+                WB_TRY(collect(due_queries::expired_leases_of_subscription, id, n, own));
                 std::sort(own.begin(), own.end(), [](const candidate& a, const candidate& b) {
                     return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
                 });
+                if (own.size() > static_cast<std::size_t>(n)) {
+                    own.resize(static_cast<std::size_t>(n));
+                }
                 std::int64_t turn = 0;
                 for (auto& c : own) {
                     c.turn = ++turn;
@@ -634,6 +644,27 @@ class sqlite_store final : public store {
             }
             return out;
         });
+    }
+
+    // Active subscriptions with how many more attempts each may have in flight (maxConcurrency
+    // minus its unexpired leases; INT_MAX without a bound). Inside the claim's write transaction.
+    result<std::vector<std::pair<std::string, int>>> active_with_room(millis now) {
+        std::vector<std::pair<std::string, int>> out;
+        auto st = writer_->prepare(due_queries::active_subscriptions);
+        st.bind(1, now);
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                return out;
+            }
+            const auto cap = st.int64(1);
+            const int room = cap <= 0 ? std::numeric_limits<int>::max()
+                                      : static_cast<int>(std::max<std::int64_t>(0, cap - st.int64(2)));
+            out.emplace_back(st.text(0), room);
+        }
     }
 
     result<std::string> delivery_content(const std::string& delivery_id) override {

@@ -382,7 +382,8 @@ TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
     // Back to what migration 1 left.
     ASSERT_TRUE(server_->sql(db_, "DROP TABLE outbound_dead_letters, outbound_state_changes, "
                                   "outbound_failures, outbound_deliveries, outbound_webhooks"));
-    ASSERT_TRUE(server_->sql(db_, "ALTER TABLE subscriptions DROP COLUMN when_not_active"));
+    ASSERT_TRUE(server_->sql(db_, "ALTER TABLE subscriptions DROP COLUMN when_not_active, "
+                                  "DROP COLUMN max_concurrency"));
     ASSERT_TRUE(server_->sql(db_, "DROP INDEX deliveries_by_subscription_status_due"));
     ASSERT_TRUE(server_->sql(db_, "DELETE FROM schema_migrations WHERE version >= 2"));
 
