@@ -15,6 +15,7 @@
 #include <deque>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -537,6 +538,24 @@ class postgres_store final : public store {
                 return errc::not_found;
             }
             return r->text(0, 0);
+        });
+    }
+
+    // One round trip for a whole claimed batch.
+    result<std::map<std::string, std::string>>
+    delivery_contents(const std::vector<std::string>& delivery_ids) override {
+        return read([&](connection& c) -> result<std::map<std::string, std::string>> {
+            auto r = c.exec("SELECT delivery_id, content_json FROM delivery_contents "
+                            "WHERE delivery_id = ANY($1::text[])",
+                            {postgres::text_array(delivery_ids)});
+            if (!r) {
+                return r.error();
+            }
+            std::map<std::string, std::string> out;
+            for (int i = 0; i < r->size(); ++i) {
+                out.emplace(r->text(i, 0), r->text(i, 1));
+            }
+            return out;
         });
     }
 
