@@ -116,6 +116,8 @@ struct store_stats {
     std::uint64_t intake_batches = 0;  // group-commit transactions of the intake writer
     std::uint64_t intake_requests = 0; // intake requests answered from those batches
     std::uint64_t round_trips = 0;     // statements sent to a database server (networked backends)
+    // PostgreSQL: the subscription cache is in use (its change notifications are being received).
+    bool subscription_cache_live = false;
 };
 
 // ---- outbound webhooks (webhooks.md; bridge/src/outbound/) ---------------------------------------
@@ -349,7 +351,7 @@ struct postgres_options {
     // libpq connection URI or key=value string ("postgresql://user@host:5432/db"). Holds a
     // password at most; never logged or echoed in errors.
     std::string url;
-    int pool_size = 4;                // connections for synchronous calls (plus one intake writer)
+    int pool_size = 4; // connections for synchronous calls (plus the intake writer and the listener)
     int group_commit_max_batch = 256; // intake requests per transaction at most
     int connect_timeout_s = 5;        // applies to the first connect and to every reconnect
 };

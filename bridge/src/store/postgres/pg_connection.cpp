@@ -2,7 +2,10 @@
 
 #include <libpq-fe.h>
 
+#include <cerrno>
 #include <cstdlib>
+
+#include <poll.h>
 
 namespace wopbridge::postgres {
 namespace {
@@ -197,6 +200,29 @@ result<void> connection::ensure(bool force) {
         return errc::store_unavailable;
     }
     return configure();
+}
+
+result<std::vector<std::string>> connection::wait_for_notifications(int timeout_ms) {
+    std::vector<std::string> out;
+    const int fd = PQsocket(conn_);
+    if (fd < 0 || !healthy()) {
+        return errc::store_unavailable;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+        return errc::store_unavailable;
+    }
+    if (ready > 0) {
+        if (PQconsumeInput(conn_) == 0 || !healthy()) {
+            return errc::store_unavailable;
+        }
+    }
+    while (PGnotify* n = PQnotifies(conn_)) {
+        out.emplace_back(n->extra != nullptr ? n->extra : "");
+        PQfreemem(n);
+    }
+    return out;
 }
 
 std::string connection::last_error() const {

@@ -92,6 +92,11 @@ class connection {
     std::string last_sqlstate() const { return sqlstate_; }
     std::uint64_t round_trips() const noexcept { return round_trips_; }
 
+    // LISTEN support: waits up to `timeout_ms` for the socket to become readable, reads what the
+    // server sent, and returns the payloads of the notifications received (possibly none).
+    // store_unavailable when the connection broke.
+    result<std::vector<std::string>> wait_for_notifications(int timeout_ms);
+
   private:
     connection(pg_conn* c) noexcept : conn_(c) {}
     result<void> configure();

@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 4> migrations{{
+constexpr std::array<migration, 5> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -225,6 +225,23 @@ CREATE INDEX deliveries_by_subscription_status_due
     // 4: subscriptions[].maxConcurrency (0 = unbounded).
     {4, R"sql(
 ALTER TABLE subscriptions ADD COLUMN max_concurrency INTEGER NOT NULL DEFAULT 0;
+)sql"},
+    // 5: every change of a subscription row (whoever makes it: any node, an operator's SQL) is
+    // announced on the channel wopbridge_subscriptions with the id as payload, at commit, so
+    // nodes can cache subscriptions. next_event_seq alone (the subscription log's counter) is not
+    // part of what nodes read, so it announces nothing.
+    {5, R"sql(
+CREATE FUNCTION wopbridge_subscription_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('wopbridge_subscriptions', COALESCE(NEW.id, OLD.id));
+    RETURN NULL;
+END $$;
+CREATE TRIGGER subscriptions_changed_insert_delete AFTER INSERT OR DELETE ON subscriptions
+    FOR EACH ROW EXECUTE FUNCTION wopbridge_subscription_changed();
+CREATE TRIGGER subscriptions_changed_update AFTER UPDATE ON subscriptions
+    FOR EACH ROW WHEN (to_jsonb(OLD) - 'next_event_seq' IS DISTINCT FROM
+                       to_jsonb(NEW) - 'next_event_seq')
+    EXECUTE FUNCTION wopbridge_subscription_changed();
 )sql"},
 }};
 

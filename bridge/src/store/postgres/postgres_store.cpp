@@ -16,6 +16,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <chrono>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -282,8 +283,10 @@ result<void> apply_state_change(connection& c, const state_change& change,
 class postgres_store final : public store {
   public:
     postgres_store(std::unique_ptr<connection> writer,
-                   std::vector<std::unique_ptr<connection>> pool, int max_batch)
-        : writer_(std::move(writer)), max_batch_(std::max(1, max_batch)) {
+                   std::vector<std::unique_ptr<connection>> pool,
+                   std::unique_ptr<connection> listener, int max_batch)
+        : writer_(std::move(writer)), listener_(std::move(listener)),
+          max_batch_(std::max(1, max_batch)) {
         for (auto& c : pool) {
             slots_.push_back(slot{std::move(c), 0});
         }
@@ -291,9 +294,16 @@ class postgres_store final : public store {
             free_.push_back(i);
         }
         thread_ = std::thread([this] { writer_loop(); });
+        listener_thread_ = std::thread([this] { listener_loop(); });
     }
 
     ~postgres_store() override {
+        {
+            std::lock_guard lock(listener_mu_);
+            listener_stopping_ = true;
+        }
+        listener_cv_.notify_all();
+        listener_thread_.join(); // at most one notification wait (250 ms) away
         {
             std::lock_guard lock(queue_mu_);
             stopping_ = true;
@@ -305,6 +315,7 @@ class postgres_store final : public store {
     // ---- subscriptions ----
 
     result<void> insert_subscription(const subscription& s) override {
+        const subscription_forget forget{*this, s.id};
         return write([&](connection& c) -> result<void> {
             return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ")",
                          subscription_params(s));
@@ -312,6 +323,7 @@ class postgres_store final : public store {
     }
 
     result<void> upsert_config_subscription(const subscription& s) override {
+        const subscription_forget forget{*this, s.id};
         return write([&](connection& c) -> result<void> {
             return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
                          "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "
@@ -338,7 +350,38 @@ class postgres_store final : public store {
         });
     }
 
+    // Served from memory while the row is unchanged: every change of a subscriptions row, on any
+    // node, is announced at its commit (migration 5's trigger, channel wopbridge_subscriptions)
+    // and the listener thread forgets it. While the listener is not connected nothing is cached;
+    // an entry is re-read after cache_ttl in any case. So a pause made through another node is
+    // seen here within the notification's delivery (milliseconds), not just at the next read.
     result<subscription> get_subscription(const std::string& id) override {
+        std::uint64_t generation = 0;
+        const auto now = std::chrono::steady_clock::now();
+        {
+            std::lock_guard lock(subs_mu_);
+            if (subs_listening_) {
+                if (auto it = subs_cache_.find(id);
+                    it != subs_cache_.end() && now - it->second.read_at < cache_ttl) {
+                    return it->second.value;
+                }
+            }
+            generation = subs_generation_;
+        }
+        auto found = read_subscription_row(id);
+        if (found) {
+            std::lock_guard lock(subs_mu_);
+            if (subs_listening_ && subs_generation_ == generation) {
+                if (subs_cache_.size() >= max_cached_subscriptions) {
+                    subs_cache_.clear();
+                }
+                subs_cache_[id] = cached_subscription{*found, now};
+            }
+        }
+        return found;
+    }
+
+    result<subscription> read_subscription_row(const std::string& id) {
         return read([&](connection& c) -> result<subscription> {
             auto r = c.exec("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = $1", {p(id)});
             if (!r) {
@@ -374,6 +417,7 @@ class postgres_store final : public store {
     }
 
     result<void> delete_subscription(const std::string& id) override {
+        const subscription_forget forget{*this, id};
         return write([&](connection& c) -> result<void> {
             auto r = c.exec("DELETE FROM subscriptions WHERE id = $1", {p(id)});
             if (!r) {
@@ -388,6 +432,7 @@ class postgres_store final : public store {
 
     result<void> change_state(const state_change& change, const std::string& event_id,
                               millis at) override {
+        const subscription_forget forget{*this, change.subscription_id};
         return write([&](connection& c) -> result<void> {
             return apply_state_change(c, change, event_id, at, {});
         });
@@ -570,6 +615,7 @@ class postgres_store final : public store {
                 token = it->second.token;
             }
         }
+        const subscription_forget forget{*this, rec.subscription_id};
         auto out = transaction(
             [&](connection& c) -> result<void> { return record_attempt_locked(c, rec, token); });
         if (out || out.error() == errc::conflict || out.error() == errc::not_found) {
@@ -577,6 +623,69 @@ class postgres_store final : public store {
             leases_.erase(rec.delivery_id);
         }
         return out;
+    }
+
+    // ---- the subscription cache's invalidation ----
+
+    static constexpr std::size_t max_cached_subscriptions = 10000;
+    static constexpr auto cache_ttl = std::chrono::seconds(5);
+
+    void forget_subscription(const std::string& id) {
+        std::lock_guard lock(subs_mu_);
+        ++subs_generation_;
+        subs_cache_.erase(id);
+    }
+
+    void set_listening(bool on) {
+        std::lock_guard lock(subs_mu_);
+        ++subs_generation_;
+        subs_cache_.clear();
+        subs_listening_ = on;
+    }
+
+    // Forgets the row when this node's write is done, whatever its outcome (read-your-writes on
+    // this node; the notification tells the others).
+    struct subscription_forget {
+        postgres_store& self;
+        const std::string& id;
+        ~subscription_forget() { self.forget_subscription(id); }
+    };
+
+    void listener_loop() {
+        bool listening = false;
+        for (;;) {
+            {
+                std::unique_lock lock(listener_mu_);
+                if (listener_stopping_) {
+                    return;
+                }
+                if (!listening) {
+                    // Reconnect (and LISTEN again) at most once a second after a failure.
+                    listener_cv_.wait_for(lock, std::chrono::seconds(1),
+                                          [&] { return listener_stopping_; });
+                    if (listener_stopping_) {
+                        return;
+                    }
+                }
+            }
+            if (!listening) {
+                if (listener_->ensure(!listener_->healthy()) &&
+                    listener_->run("LISTEN wopbridge_subscriptions")) {
+                    listening = true;
+                    set_listening(true); // empty: anything cached before may have been missed
+                }
+                continue;
+            }
+            auto ids = listener_->wait_for_notifications(250);
+            if (!ids) {
+                listening = false;
+                set_listening(false); // notifications may be lost from here on: cache nothing
+                continue;
+            }
+            for (const auto& id : *ids) {
+                forget_subscription(id);
+            }
+        }
     }
 
     // One transaction for the whole batch (BEGIN and COMMIT once, two statements a record). A
@@ -595,6 +704,15 @@ class postgres_store final : public store {
                 }
             }
         }
+        struct forget_all_of_batch {
+            postgres_store& self;
+            const std::vector<attempt_record>& recs;
+            ~forget_all_of_batch() {
+                for (const auto& rec : recs) {
+                    self.forget_subscription(rec.subscription_id);
+                }
+            }
+        } forget{*this, recs};
         auto all = transaction([&](connection& c) -> result<void> {
             for (std::size_t i = 0; i < recs.size(); ++i) {
                 if (recs[i].attempt.outcome == attempt_outcome::delivered && !recs[i].run) {
@@ -1009,8 +1127,13 @@ class postgres_store final : public store {
     }
 
     store_stats stats() const override {
+        bool live = false;
+        {
+            std::lock_guard lock(subs_mu_);
+            live = subs_listening_;
+        }
         return {commits_.load(), intake_batches_.load(), intake_requests_.load(),
-                round_trips_.load()};
+                round_trips_.load(), live};
     }
 
   private:
@@ -1566,6 +1689,19 @@ class postgres_store final : public store {
 
     std::unique_ptr<connection> writer_; // used only by the writer thread
     std::uint64_t writer_epoch_ = 0;
+    std::unique_ptr<connection> listener_; // used only by the listener thread
+
+    struct cached_subscription {
+        subscription value;
+        std::chrono::steady_clock::time_point read_at;
+    };
+    mutable std::mutex subs_mu_;
+    std::unordered_map<std::string, cached_subscription> subs_cache_;
+    std::uint64_t subs_generation_ = 0;
+    bool subs_listening_ = false; // nothing is cached while notifications could be missed
+    std::mutex listener_mu_;
+    std::condition_variable listener_cv_;
+    bool listener_stopping_ = false;
 
     std::vector<slot> slots_;
     std::vector<std::size_t> free_;
@@ -1594,6 +1730,7 @@ class postgres_store final : public store {
     std::atomic<std::uint64_t> round_trips_{0};
 
     std::thread thread_; // last: started once everything above exists
+    std::thread listener_thread_;
 };
 
 } // namespace
@@ -1624,8 +1761,13 @@ result<std::unique_ptr<store>> open_postgres_store(const postgres_options& opts,
         }
         pool.push_back(std::move(*c));
     }
+    auto listener = postgres::connection::open(opts.url, opts.connect_timeout_s, reason);
+    if (!listener) {
+        why = {errc::store_unavailable, reason};
+        return listener.error();
+    }
     return std::unique_ptr<store>(std::make_unique<postgres_store>(
-        std::move(*writer), std::move(pool), opts.group_commit_max_batch));
+        std::move(*writer), std::move(pool), std::move(*listener), opts.group_commit_max_batch));
 }
 
 } // namespace wopbridge

@@ -3,6 +3,7 @@
 // behaviour is covered by store_contract_test.cpp (parameterised over backends).
 #include "store/postgres/pg_migrations.hpp"
 #include "store/store.hpp"
+#include "support/eventually.hpp"
 #include "support/postgres_server.hpp"
 
 #include <gtest/gtest.h>
@@ -375,6 +376,32 @@ TEST_F(PostgresStoreTest, MigrationsRunOnceWhenNodesStartTogether) {
 
 // A database at schema version 1 (before whenNotActive and outbound webhooks) upgrades in place:
 // its subscriptions read back as `refuse`, the behaviour they had, and the column stores `hold`.
+// Each node caches subscriptions; a change made through another node, or by SQL outside any node,
+// is announced at its commit and seen by the next read well before the cache's 5 s lifetime.
+TEST_F(PostgresStoreTest, ASubscriptionChangedElsewhereIsSeenAtOnceByEveryNode) {
+    ASSERT_TRUE(a_->insert_subscription(make_subscription("sub_a")));
+    auto seen_by_a = [&](auto pred) {
+        return testing::eventually([&] {
+            auto s = a_->get_subscription("sub_a");
+            return s && pred(*s);
+        }, std::chrono::seconds(2));
+    };
+    // Node a's cache is live (its listener is connected), and a has read (cached) the row.
+    ASSERT_TRUE(testing::eventually([&] { return a_->stats().subscription_cache_live; },
+                                    std::chrono::seconds(5)));
+    ASSERT_EQ(a_->get_subscription("sub_a")->state, sub_state::active);
+    ASSERT_TRUE(b_->change_state(
+        {"sub_a", source_kind::webhook, sub_state::active, sub_state::paused, state_reason::none},
+        "evt_sc_1", t0 + 1));
+    EXPECT_TRUE(seen_by_a([](const subscription& s) { return s.state == sub_state::paused; }));
+    ASSERT_TRUE(server_->sql(db_, "UPDATE subscriptions SET workflow_id = 'wf_by_hand'"));
+    EXPECT_TRUE(seen_by_a([](const subscription& s) { return s.workflow_id == "wf_by_hand"; }));
+    ASSERT_TRUE(b_->delete_subscription("sub_a"));
+    EXPECT_TRUE(testing::eventually(
+        [&] { return a_->get_subscription("sub_a").error() == errc::not_found; },
+        std::chrono::seconds(2)));
+}
+
 TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
     ASSERT_TRUE(a_->insert_subscription(make_subscription("sub_old")));
     a_.reset();
@@ -384,6 +411,7 @@ TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
                                   "outbound_failures, outbound_deliveries, outbound_webhooks"));
     ASSERT_TRUE(server_->sql(db_, "ALTER TABLE subscriptions DROP COLUMN when_not_active, "
                                   "DROP COLUMN max_concurrency"));
+    ASSERT_TRUE(server_->sql(db_, "DROP FUNCTION wopbridge_subscription_changed() CASCADE"));
     ASSERT_TRUE(server_->sql(db_, "DROP INDEX deliveries_by_subscription_status_due"));
     ASSERT_TRUE(server_->sql(db_, "DELETE FROM schema_migrations WHERE version >= 2"));
 
