@@ -1491,6 +1491,10 @@ result<std::vector<subscription_overview>> bridge::overview(const std::string& t
 
 int bridge::run_due(millis now) { return impl_->engine->run_due(now); }
 
+bool bridge::has_intake_capacity() const noexcept {
+    return impl_->pending_intake.load() < std::max(1, impl_->settings.max_pending_intake);
+}
+
 int bridge::run_schedules_due(millis now) { return impl_->sched->run_due(now); }
 
 void bridge::add_run_event_observer(std::function<void(const run_event&)> observer) {

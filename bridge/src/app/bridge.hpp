@@ -253,6 +253,9 @@ public:
     // Deterministic driving (tests, with a fake clock): claims and completes every delivery due at
     // `now` in the calling thread. Returns the attempts recorded.
     int run_due(millis now);
+    // False while delivery.maxPendingIntake submissions wait for their commit: queue-like
+    // connectors stop reading and the SMTP source answers 452 until it is true again.
+    bool has_intake_capacity() const noexcept;
     // The same for the scheduler: submits every schedule tick due at `now` (tests, tick seam).
     int run_schedules_due(millis now);
 

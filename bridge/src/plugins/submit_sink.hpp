@@ -21,6 +21,9 @@ class bridge_submit_sink final : public submit_sink {
     void submit(const inbound_submission& s, submit_callback done) override {
         bridge_.submit(s, std::move(done));
     }
+    // The connector host's has_capacity(): the bridge's intake bound, so backpressure reaches the
+    // queue source and the SMTP server in production, not only in tests.
+    bool has_capacity() const override { return bridge_.has_intake_capacity(); }
 
   private:
     bridge& bridge_;

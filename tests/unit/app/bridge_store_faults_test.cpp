@@ -1,6 +1,7 @@
 // The bridge when the store pushes back: a full intake queue, a store that cannot commit, and an
 // attempt whose record does not commit.
 #include "app/bridge.hpp"
+#include "plugins/submit_sink.hpp"
 
 #include "support/fake_clock.hpp"
 #include "support/forwarding_store.hpp"
@@ -116,6 +117,9 @@ TEST_F(BridgeStoreFaultsTest, SubmissionsPastThePendingBoundAreOverloaded) {
         EXPECT_EQ(results[0].status, submit_status::overloaded);
         EXPECT_GT(results[0].retry_after_seconds, 0);
     }
+    // What connectors are told (queue sources pause, SMTP answers 452) is the same bound.
+    EXPECT_FALSE(bridge_->has_intake_capacity());
+    EXPECT_FALSE(bridge_submit_sink(*bridge_).has_capacity());
     store_->release();
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (;;) {
@@ -131,6 +135,7 @@ TEST_F(BridgeStoreFaultsTest, SubmissionsPastThePendingBoundAreOverloaded) {
     ASSERT_EQ(results.size(), 3u);
     EXPECT_EQ(results[1].status, submit_status::accepted);
     EXPECT_EQ(results[2].status, submit_status::accepted);
+    EXPECT_TRUE(bridge_submit_sink(*bridge_).has_capacity());
 }
 
 TEST_F(BridgeStoreFaultsTest, StoreThatCannotCommitAnswersUnavailableWithRetryAfter) {
