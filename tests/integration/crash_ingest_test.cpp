@@ -68,6 +68,24 @@ protected:
 
     static std::string body_for(const std::string& id) { return R"({"order":")" + id + "\"}"; }
 
+    // Sends `calls` (`parallel` at a time) and SIGKILLs `serve` as soon as `kill_after` of them
+    // were answered: the seeded kill point. Returns every reply (status 0: no answer).
+    static std::vector<http_reply> send_and_kill(serve_process& serve,
+                                                 const std::vector<http_call>& calls, int parallel,
+                                                 int kill_after, std::atomic<int>& answered) {
+        std::vector<http_reply> replies;
+        std::thread client([&] { replies = perform_all(calls, parallel, &answered); });
+        // Spin (bounded), not poll: answers arrive faster than a 10 ms poll could follow.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (answered.load() < kill_after && std::chrono::steady_clock::now() < until) {
+            std::this_thread::yield();
+        }
+        serve.signal(SIGKILL);
+        EXPECT_EQ(serve.wait_exit(), -1);
+        client.join();
+        return replies;
+    }
+
     temp_dir dir_;
 };
 
@@ -104,24 +122,13 @@ TEST_F(CrashIngestTest, AcknowledgedIngestsSurviveRepeatedSigkillWithExactlyOneR
             calls.push_back(signed_ingest_call(serve.url(), "orders", secret, id, body_for(id)));
         }
 
-        // Kill at a seeded point: after k answers plus a seeded delay of up to 3 ms, so the kill
-        // lands inside group commits too. k >= 25 keeps 4 rounds above the floor asserted below.
+        // Kill at a seeded point: right after the k-th answer, with the other requests of the
+        // round in flight (inside group commits). k >= 25 keeps 4 rounds above the floor below.
         const int kill_after = std::uniform_int_distribution<int>(25, per_round * 2 / 3)(rng);
-        const int extra_us = std::uniform_int_distribution<int>(0, 3000)(rng);
         std::atomic<int> answered{0};
-        std::vector<http_reply> replies;
-        std::thread client([&] { replies = perform_all(calls, per_round, &answered); });
-        // Spin (bounded), not poll: answers arrive faster than a 10 ms poll could follow.
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (answered.load() < kill_after && std::chrono::steady_clock::now() < until) {
-            std::this_thread::yield();
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(extra_us)); // seeded kill point
-        serve.signal(SIGKILL);
-        EXPECT_EQ(serve.wait_exit(), -1);
-        client.join();
-        std::printf("[ round %d  ] kill after %d answers (+%d us): %d answered\n", round,
-                    kill_after, extra_us, answered.load());
+        auto replies = send_and_kill(serve, calls, per_round, kill_after, answered);
+        std::printf("[ round %d  ] kill after %d answers: %d answered\n", round, kill_after,
+                    answered.load());
 
         for (std::size_t i = 0; i < ids.size(); ++i) {
             const auto& r = replies[i];
@@ -233,19 +240,9 @@ TEST_F(CrashIngestTest, SigkillInsideBatchedClaimsAndRecordsLosesNoAttemptAndSta
                 signed_ingest_call(serve.url(), "orders", secret, ids.back(), body_for(ids.back())));
         }
         const int kill_after = std::uniform_int_distribution<int>(50, per_round - 50)(rng);
-        const int extra_us = std::uniform_int_distribution<int>(0, 5000)(rng);
         std::atomic<int> answered{0};
-        std::vector<http_reply> replies;
-        std::thread client([&] { replies = perform_all(calls, 32, &answered); });
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (answered.load() < kill_after && std::chrono::steady_clock::now() < until) {
-            std::this_thread::yield();
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(extra_us)); // seeded kill point
-        serve.signal(SIGKILL);
-        EXPECT_EQ(serve.wait_exit(), -1);
-        client.join();
-        std::printf("[ round %d  ] kill after %d answers (+%d us)\n", round, kill_after, extra_us);
+        auto replies = send_and_kill(serve, calls, 32, kill_after, answered);
+        std::printf("[ round %d  ] kill after %d answers\n", round, kill_after);
         for (std::size_t i = 0; i < ids.size(); ++i) {
             if (replies[i].status == 202 || replies[i].status == 200) {
                 acked[ids[i]] = json_string_field(replies[i].body, "runId");

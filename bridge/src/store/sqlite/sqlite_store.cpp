@@ -558,13 +558,10 @@ class sqlite_store final : public store {
                     into.push_back({st.int64(11), std::move(*d)});
                 }
             };
-            auto subscriptions = [&](const char* sql,
-                                     bool bind_now) -> result<std::vector<std::string>> {
+            auto subscriptions = [&](const char* sql) -> result<std::vector<std::string>> {
                 std::vector<std::string> ids;
                 auto st = writer_->prepare(sql);
-                if (bind_now) {
-                    st.bind(1, now);
-                }
+                st.bind(1, now);
                 for (;;) {
                     auto row = st.step();
                     if (!row) {
@@ -608,7 +605,7 @@ class sqlite_store final : public store {
             }
             // Half-open probes: one delivery per failed subscription whose probe time has come
             // and which has no unexpired probe in flight.
-            auto probing = subscriptions(due_queries::probe_due_subscriptions, true);
+            auto probing = subscriptions(due_queries::probe_due_subscriptions);
             if (!probing) {
                 return probing.error();
             }
