@@ -311,14 +311,14 @@ struct bridge::impl final : run_lifecycle_sink {
     void on_run_finished(const std::string& run_id, bool succeeded, int exit_code) override {
         millis at = now();
         if (succeeded) {
-            st->append_run_event(run_id, std::string(events::run_completed_type),
-                                 events::run_completed_payload(run_id, exit_code), "", mint("evt"), at);
+            st->end_run(run_id, std::string(events::run_completed_type),
+                        events::run_completed_payload(run_id, exit_code), mint("evt"),
+                        run_status::completed, at);
         } else {
-            st->append_run_event(run_id, std::string(events::run_failed_type),
-                                 events::run_failed_payload(run_id, "exit-status", exit_code), "",
-                                 mint("evt"), at);
+            st->end_run(run_id, std::string(events::run_failed_type),
+                        events::run_failed_payload(run_id, "exit-status", exit_code), mint("evt"),
+                        run_status::failed, at);
         }
-        st->set_run_status(run_id, succeeded ? run_status::completed : run_status::failed, at);
         notify_run(run_id);
     }
 
@@ -334,9 +334,9 @@ struct bridge::impl final : run_lifecycle_sink {
         }
         millis at = now();
         for (const auto& run : *running) {
-            st->append_run_event(run.id, std::string(events::run_failed_type),
-                                 events::run_failed_payload(run.id, "interrupted"), "", mint("evt"), at);
-            st->set_run_status(run.id, run_status::failed, at);
+            st->end_run(run.id, std::string(events::run_failed_type),
+                        events::run_failed_payload(run.id, "interrupted"), mint("evt"),
+                        run_status::failed, at);
         }
     }
 

@@ -99,6 +99,15 @@ public:
     result<void> set_run_status(const std::string& id, run_status s, millis at) override {
         return inner_->set_run_status(id, s, at);
     }
+    result<run_event> end_run(const std::string& run_id, const std::string& type,
+                              const std::string& payload_json, const std::string& event_id,
+                              run_status status, millis at) override {
+        auto e = inner_->end_run(run_id, type, payload_json, event_id, status, at);
+        if (e && observer_) {
+            observer_(*e);
+        }
+        return e;
+    }
     result<std::vector<run_record>> list_runs_with_status(run_status s) override {
         return inner_->list_runs_with_status(s);
     }

@@ -315,18 +315,21 @@ void delivery_engine::after_commit_start(const std::shared_ptr<attempt_ctx>& ctx
             }
             // A starter that reports what follows only from start() (e.g. run.completed for a
             // workflow without a command): appended right after the commit.
-            for (const auto& [type, payload] : r.follow_up_events) {
-                store_.append_run_event(run_id, type, payload, "", mint("evt"), at);
-            }
-            if (r.status_after != run_status::running && r.status_after != run_status::pending) {
-                store_.set_run_status(run_id, r.status_after, at);
+            const bool ends = r.status_after != run_status::running &&
+                              r.status_after != run_status::pending;
+            for (std::size_t i = 0; i < r.follow_up_events.size(); ++i) {
+                const auto& [type, payload] = r.follow_up_events[i];
+                if (ends && i + 1 == r.follow_up_events.size()) {
+                    store_.end_run(run_id, type, payload, mint("evt"), r.status_after, at);
+                } else {
+                    store_.append_run_event(run_id, type, payload, "", mint("evt"), at);
+                }
             }
         } else {
             // The run is committed as started: a failed start fails the run; it is never re-run.
-            store_.append_run_event(run_id, std::string(events::run_failed_type),
-                                    events::run_failed_payload(run_id, "start-failed"), "",
-                                    mint("evt"), at);
-            store_.set_run_status(run_id, run_status::failed, at);
+            store_.end_run(run_id, std::string(events::run_failed_type),
+                           events::run_failed_payload(run_id, "start-failed"), mint("evt"),
+                           run_status::failed, at);
         }
         if (listener_) {
             attempt_report rep;

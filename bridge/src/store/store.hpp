@@ -256,6 +256,11 @@ public:
                                                const std::string& causation_id,
                                                const std::string& event_id, millis at) = 0;
     virtual result<void> set_run_status(const std::string& run_id, run_status status, millis at) = 0;
+    // A run's last event and its terminal status in one transaction: a reader (or a restart) never
+    // sees run.completed / run.failed on a run still `running`.
+    virtual result<run_event> end_run(const std::string& run_id, const std::string& type,
+                                      const std::string& payload_json, const std::string& event_id,
+                                      run_status status, millis at) = 0;
     virtual result<std::vector<run_record>> list_runs_with_status(run_status status) = 0;
 
     // The run-less event log of a subscription (state changes, dead-lettered attempts, and attempts

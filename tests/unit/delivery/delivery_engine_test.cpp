@@ -74,6 +74,10 @@ public:
     result<void> set_run_status(const std::string&, run_status, millis) override {
         return make_error_code(errc::store_unavailable);
     }
+    result<run_event> end_run(const std::string&, const std::string&, const std::string&,
+                              const std::string&, run_status, millis) override {
+        return make_error_code(errc::store_unavailable);
+    }
 };
 
 class DeliveryEngineTest : public ::testing::Test {

@@ -1044,6 +1044,36 @@ TEST_P(StoreContractTest, RunStatusAndListing) {
     EXPECT_EQ(store_->run_events_after("run_x", -1, 10).error(), errc::not_found);
 }
 
+TEST_P(StoreContractTest, EndRunCommitsTheLastEventAndTheStatusTogether) {
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k", "1"));
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 1u);
+    ASSERT_TRUE(store_->record_attempt(delivered_record(claimed[0], 1, t0)));
+    auto done = store_->end_run("run_1", "run.completed", R"({"exitCode":0})", "evt_end",
+                                run_status::completed, t0 + 7);
+    ASSERT_TRUE(done) << done.error().message();
+    EXPECT_EQ(done->event_id, "evt_end");
+    auto run = store_->get_run("run_1");
+    EXPECT_EQ(run->status, run_status::completed);
+    EXPECT_EQ(run->updated_at, t0 + 7);
+    auto log = store_->run_events_after("run_1", -1, 100).value();
+    ASSERT_FALSE(log.empty());
+    EXPECT_EQ(log.back().type, "run.completed");
+    EXPECT_EQ(log.back().sequence, done->sequence);
+    // A duplicate event id rolls back the status change with it.
+    must_intake(make_intake("sub_a", "k2", "2", t0 + 10));
+    auto second = claim(t0 + 10);
+    ASSERT_EQ(second.size(), 1u);
+    ASSERT_TRUE(store_->record_attempt(delivered_record(second[0], 1, t0 + 10)));
+    const auto second_run = second[0].run_id;
+    EXPECT_FALSE(store_->end_run(second_run, "run.failed", "{}", "evt_end", run_status::failed,
+                                 t0 + 11));
+    EXPECT_EQ(store_->get_run(second_run)->status, run_status::running);
+    EXPECT_EQ(store_->end_run("run_x", "run.failed", "{}", "evt_y", run_status::failed, t0).error(),
+              errc::not_found);
+}
+
 TEST_P(StoreContractTest, GroupCommitGroupsConcurrentIntakes) {
     add_subscription("sub_a");
     const auto before = store_->stats();

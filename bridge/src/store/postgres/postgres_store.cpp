@@ -960,12 +960,27 @@ class postgres_store final : public store {
                                        const std::string& payload_json,
                                        const std::string& causation_id, const std::string& event_id,
                                        millis at) override {
+        return append(run_id, type, payload_json, causation_id, event_id, std::nullopt, at);
+    }
+
+    result<run_event> end_run(const std::string& run_id, const std::string& type,
+                              const std::string& payload_json, const std::string& event_id,
+                              run_status status, millis at) override {
+        return append(run_id, type, payload_json, "", event_id, status, at);
+    }
+
+    // The counter bump locks the run row until commit: appends from every node serialize per run,
+    // and a failed insert rolls the counter back with it (no gaps). The outbox rows of the event
+    // commit with it (transactional outbox); a terminal status ($7, NULL keeps it) too.
+    result<run_event> append(const std::string& run_id, const std::string& type,
+                             const std::string& payload_json, const std::string& causation_id,
+                             const std::string& event_id, std::optional<run_status> status,
+                             millis at) {
         return write([&](connection& c) -> result<run_event> {
-            // The counter bump locks the run row until commit: appends from every node serialize
-            // per run, and a failed insert rolls the counter back with it (no gaps). The outbox
-            // rows of the event commit with it (transactional outbox).
             static const std::string append_sql =
-                "WITH r AS (UPDATE runs SET next_event_seq = next_event_seq + 1 "
+                "WITH r AS (UPDATE runs SET next_event_seq = next_event_seq + 1, "
+                "status = COALESCE($7::text, status), "
+                "updated_at = CASE WHEN $7::text IS NULL THEN updated_at ELSE $5::bigint END "
                 "WHERE id = $1 RETURNING next_event_seq - 1 AS seq, tenant), "
                 "ins AS (INSERT INTO run_events (run_id, sequence, event_id, type, "
                 "payload_json, timestamp, causation_id) "
@@ -973,9 +988,10 @@ class postgres_store final : public store {
                 "o AS (" +
                 postgres::outbound::enqueue_cte("ins", "(SELECT tenant FROM r)", "$5") +
                 ") SELECT sequence FROM ins";
-            auto r = c.exec(
-                append_sql.c_str(),
-                {p(run_id), p(event_id), p(type), p(payload_json), p(at), p_or_null(causation_id)});
+            const std::string status_name = status ? std::string(codec::name_of(*status)) : "";
+            auto r = c.exec(append_sql.c_str(),
+                            {p(run_id), p(event_id), p(type), p(payload_json), p(at),
+                             p_or_null(causation_id), p_or_null(status_name)});
             if (!r) {
                 return r.error();
             }

@@ -961,16 +961,30 @@ class sqlite_store final : public store {
     }
 
     result<void> set_run_status(const std::string& run_id, run_status status, millis at) override {
-        return write_transaction([&]() -> result<void> {
-            auto st =
-                writer_->prepare("UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1");
-            st.bind(1, run_id).bind(2, codec::name_of(status)).bind(3, at);
-            WB_TRY(st.run());
-            if (writer_->changes() == 0) {
-                return errc::not_found;
+        return write_transaction([&]() -> result<void> { return update_run_status(run_id, status, at); });
+    }
+
+    result<run_event> end_run(const std::string& run_id, const std::string& type,
+                              const std::string& payload_json, const std::string& event_id,
+                              run_status status, millis at) override {
+        return write_transaction([&]() -> result<run_event> {
+            WB_TRY(update_run_status(run_id, status, at));
+            auto seq = insert_run_event(*writer_, run_id, type, payload_json, "", event_id, at);
+            if (!seq) {
+                return seq.error();
             }
-            return {};
+            return run_event{event_id, run_id, type, payload_json, at, *seq, ""};
         });
+    }
+
+    result<void> update_run_status(const std::string& run_id, run_status status, millis at) {
+        auto st = writer_->prepare("UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1");
+        st.bind(1, run_id).bind(2, codec::name_of(status)).bind(3, at);
+        WB_TRY(st.run());
+        if (writer_->changes() == 0) {
+            return errc::not_found;
+        }
+        return {};
     }
 
     result<std::vector<run_record>> list_runs_with_status(run_status status) override {
