@@ -4,6 +4,8 @@
 // ticks and state changes across nodes.
 // Runs go to a fake upstream OpenWOP host, which tells the nodes apart by their API key and holds
 // the killed node's run starts open, so that node is certainly mid-delivery when it dies.
+#include "support/build_paths.hpp"
+#include "support/child_process.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -22,6 +24,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -203,7 +206,9 @@ class ClusterTest : public ::testing::Test {
                "store: {postgres: {url: \""
             << pg_->url(db_)
             << "\"}}\n"
-               "hostKeyFile: host.key\n"
+               "hostKeyFile: "
+            << (i < static_cast<int>(key_files_.size()) ? key_files_[i] : "host.key")
+            << "\n"
                "runs: {upstream: {baseUrl: \""
             << upstream_->base_url() << "\", apiKey: " << node_key(i)
             << ", timeout: 30s}}\n"
@@ -263,7 +268,42 @@ class ClusterTest : public ::testing::Test {
     bool with_webhooks_ = false;
     std::vector<std::unique_ptr<serve_process>> nodes_;
     std::vector<std::string> urls_;
+    std::vector<std::string> key_files_; // per node; "host.key" (shared) past its end
 };
+
+TEST_F(ClusterTest, ANodeWithAnotherHostKeyRefusesToStartAndTheClusterServesOn) {
+    key_files_ = {"host.key", "other.key"};
+    start_nodes(1);
+    const std::string config = config_for(1);
+    // Node 2's own key file (as the default var/host.key beside each config would be) is not
+    // made: the store already has a key.
+    auto missing = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 60, {}, true);
+    EXPECT_EQ(missing.exit_code, 2) << missing.stdout_text;
+    EXPECT_NE(missing.stdout_text.find(dir_.file("other.key") +
+                                       " does not exist, but the store was sealed with a host key"),
+              std::string::npos)
+        << missing.stdout_text;
+    ASSERT_FALSE(std::filesystem::exists(dir_.file("other.key")));
+    {
+        std::ofstream(dir_.file("other.key"), std::ios::binary) << std::string(32, 'o');
+        std::filesystem::permissions(dir_.file("other.key"), std::filesystem::perms::owner_read);
+    }
+    const std::string expected = "hostKeyFile: the host key in " + dir_.file("other.key") +
+                                 " is not the key this store was sealed with";
+    auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 60, {}, true);
+    EXPECT_EQ(served.exit_code, 2) << served.stdout_text;
+    EXPECT_NE(served.stdout_text.find(config + ":"), std::string::npos) << served.stdout_text;
+    EXPECT_NE(served.stdout_text.find(expected), std::string::npos) << served.stdout_text;
+    auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 60, {}, true);
+    EXPECT_EQ(checked.exit_code, 2) << checked.stdout_text;
+    EXPECT_NE(checked.stdout_text.find(expected), std::string::npos) << checked.stdout_text;
+
+    // The node that holds the store's key still takes signed events.
+    std::vector<ingest_job> jobs;
+    jobs.emplace_back(fresh_webhook_id(), 0);
+    send_all(jobs, urls_, 1, [](int) {});
+    EXPECT_EQ(jobs[0].status, 202) << jobs[0].body;
+}
 
 TEST_F(ClusterTest, SigkilledNodeMidBurstLosesNothingAndItsLeasesMoveOn) {
     stalled_node_key_ = node_key(2);

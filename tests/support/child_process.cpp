@@ -10,7 +10,8 @@
 namespace wopbridge::testing {
 
 program_run run_program(const std::vector<std::string>& argv, int deadline_s,
-                        const std::vector<std::pair<std::string, std::string>>& env) {
+                        const std::vector<std::pair<std::string, std::string>>& env,
+                        bool with_stderr) {
     program_run run;
     int out[2];
     if (argv.empty() || ::pipe(out) != 0) {
@@ -24,6 +25,9 @@ program_run run_program(const std::vector<std::string>& argv, int deadline_s,
     }
     if (pid == 0) {
         ::dup2(out[1], 1);
+        if (with_stderr) {
+            ::dup2(out[1], 2);
+        }
         ::close(out[0]);
         ::close(out[1]);
         for (const auto& [name, value] : env) {

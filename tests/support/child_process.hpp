@@ -15,7 +15,9 @@ struct program_run {
 };
 
 // argv[0] is a path. `env` entries are set in the child on top of the inherited environment.
+// `with_stderr`: stderr goes into stdout_text too (error messages are what the test reads).
 program_run run_program(const std::vector<std::string>& argv, int deadline_s = 30,
-                        const std::vector<std::pair<std::string, std::string>>& env = {});
+                        const std::vector<std::pair<std::string, std::string>>& env = {},
+                        bool with_stderr = false);
 
 } // namespace wopbridge::testing

@@ -6,6 +6,7 @@
 #include "core/ids.hpp"
 #include "core/log.hpp"
 #include "core/metrics.hpp"
+#include "app/host_key_check.hpp"
 #include "core/secret_box.hpp"
 #include "core/synchronized_random.hpp"
 #include "delivery/delivery_engine.hpp"
@@ -134,6 +135,8 @@ struct bridge::impl final : run_lifecycle_sink {
     clock_source& clock;
     synchronized_random random;
     result<secret_box> box;
+    std::optional<error_info> key_refusal; // set once the key was checked against the store
+    bool key_bound = false;
     std::unique_ptr<delivery_engine> engine;
     std::unique_ptr<scheduler> sched;
 
@@ -305,6 +308,44 @@ struct bridge::impl final : run_lifecycle_sink {
             f();
         }
     }
+
+    // ---- host key vs store -----------------------------------------------------------------------
+
+    // Binds the store to this host key on first use and refuses another key afterwards: signatures
+    // and dedup keys are host-keyed, so two keys on one store would answer 401 to correctly signed
+    // requests and start a second run for an event already taken.
+    result<void> ensure_host_key() {
+        std::lock_guard lock(key_mutex);
+        if (key_bound) {
+            return {};
+        }
+        if (key_refusal) {
+            return make_error_code(key_refusal->code);
+        }
+        auto refuse = [&](errc code, std::string message) -> result<void> {
+            key_refusal = error_info{code, std::move(message)};
+            return make_error_code(code);
+        };
+        if (!box) {
+            return refuse(errc::invalid_argument,
+                          "the host key file " + settings.host_key_file + " cannot be used");
+        }
+        if (settings.host_key_file.empty()) {
+            key_bound = true; // an ephemeral key (tests): nothing sealed outlives the process
+            return {};
+        }
+        auto verdict = check_host_key(*st, *box, true);
+        if (!verdict) {
+            return verdict.error(); // the store is unavailable: try again later, nothing is decided
+        }
+        if (*verdict == host_key_verdict::differs) {
+            return refuse(errc::conflict, wrong_host_key_message(settings.host_key_file));
+        }
+        key_bound = true;
+        return {};
+    }
+
+    std::mutex key_mutex;
 
     // ---- run lifecycle --------------------------------------------------------------------------
 
@@ -852,9 +893,22 @@ bridge::bridge(bridge_settings settings, std::unique_ptr<store> st, std::unique_
 
 bridge::~bridge() { stop(); }
 
+result<void> bridge::bind_host_key(error_info& why) {
+    auto r = impl_->ensure_host_key();
+    if (!r) {
+        std::lock_guard lock(impl_->key_mutex);
+        why = impl_->key_refusal.value_or(
+            error_info{errc::store_unavailable, "cannot read the store's host key check"});
+    }
+    return r;
+}
+
 result<void> bridge::start() {
     if (!impl_->box) {
         return impl_->box.error();
+    }
+    if (auto keyed = impl_->ensure_host_key(); !keyed) {
+        return keyed.error();
     }
     bool first = false;
     {
@@ -902,6 +956,9 @@ result<void> bridge::apply_config_subscriptions(const std::vector<subscription>&
     auto& m = *impl_;
     if (!m.box) {
         return m.box.error();
+    }
+    if (auto keyed = m.ensure_host_key(); !keyed) {
+        return keyed.error();
     }
     std::set<std::string> in_file;
     for (auto sub : subs) {
@@ -955,6 +1012,9 @@ result<registration_result> bridge::register_subscription(const registration_req
     auto& m = *impl_;
     if (!m.box) {
         return m.box.error();
+    }
+    if (auto keyed = m.ensure_host_key(); !keyed) {
+        return keyed.error();
     }
     if (req.tenant.empty() || req.workflow_id.empty() || is_seam_workflow(req.workflow_id)) {
         return make_error_code(errc::invalid_argument);

@@ -184,6 +184,9 @@ public:
     // finish and are recorded) and is idempotent.
     result<void> start();
     void stop();
+    // Checks the host key against the one the store was sealed with (binding a new store to it);
+    // start() and apply_config_subscriptions() do too. On refusal `why` says why and the fix.
+    result<void> bind_host_key(error_info& why);
 
     const bridge_settings& settings() const noexcept;
 

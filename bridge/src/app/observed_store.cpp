@@ -99,6 +99,10 @@ public:
     result<void> set_run_status(const std::string& id, run_status s, millis at) override {
         return inner_->set_run_status(id, s, at);
     }
+    result<std::string> bind_host_key_check(const std::string& check) override {
+        return inner_->bind_host_key_check(check);
+    }
+    result<std::string> host_key_check() override { return inner_->host_key_check(); }
     result<run_event> end_run(const std::string& run_id, const std::string& type,
                               const std::string& payload_json, const std::string& event_id,
                               run_status status, millis at) override {

@@ -1,11 +1,13 @@
 // Small subcommands and the shared argument parser.
 #include "cli/commands.hpp"
+#include "app/preflight.hpp"
 
 #include "config/config.hpp"
 #include "plugins/module_loader.hpp"
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace wopbridge::cli {
 
@@ -68,7 +70,19 @@ int run_check_config(const std::vector<std::string>& args) {
                    p.flag("help") ? stdout : stderr);
         return p.flag("help") ? 0 : 2;
     }
-    return check_config(p.positional().front()) == 0 ? 0 : 2;
+    const std::string& path = p.positional().front();
+    std::optional<config> cfg;
+    auto problems = preflight_for_check(path, cfg);
+    for (const auto& e : problems) {
+        std::fprintf(stderr, "%s\n", e.to_string().c_str());
+    }
+    if (!problems.empty()) {
+        std::fprintf(stderr, "%s: %zu %s\n", path.c_str(), problems.size(),
+                     problems.size() == 1 ? "error" : "errors");
+        return 2;
+    }
+    std::printf("%s: ok\n", path.c_str());
+    return 0;
 }
 
 int run_connectors(const std::vector<std::string>& args) {

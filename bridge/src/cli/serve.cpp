@@ -2,6 +2,8 @@
 // -> HTTP server; then the main thread waits for signals: SIGTERM/SIGINT stop gracefully (nothing
 // acknowledged is lost), SIGHUP re-reads the subscriptions.
 #include "app/bridge.hpp"
+#include "app/preflight.hpp"
+#include "config/environment_check.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 #include "core/log.hpp"
@@ -127,35 +129,46 @@ int run_serve(const std::vector<std::string>& args) {
     }
     config cfg = *loaded.value;
     set_log_level(cfg.logging.level);
+    // What check-config refuses, serve refuses, with the same lines (app/preflight).
+    if (auto problems = check_environment(cfg); !problems.empty()) {
+        for (const auto& e : problems) {
+            std::fprintf(stderr, "%s\n", e.to_string().c_str());
+        }
+        return 2;
+    }
+
+    if (!cfg.host_key_file.empty()) {
+        // Like the database's folder, the key's folder is made on first start (owner only).
+        const auto key_dir = std::filesystem::path(cfg.host_key_file).parent_path();
+        std::error_code ec;
+        if (std::filesystem::create_directories(key_dir, ec)) {
+            std::filesystem::permissions(key_dir, std::filesystem::perms::owner_all, ec);
+        }
+    }
 
     error_info why;
-    result<std::unique_ptr<store>> st = make_error_code(errc::internal);
-    std::string store_name;
-    if (cfg.store.backend == store_config::backend_kind::postgres) {
-        postgres_options po;
-        po.url = cfg.store.postgres_url;
-        store_name = "postgres";
-        st = open_postgres_store(po, why);
-    } else {
-        std::error_code ec;
-        std::filesystem::create_directories(
-            std::filesystem::path(cfg.store.sqlite_path).parent_path(), ec);
-        sqlite_options so;
-        so.path = cfg.store.sqlite_path;
-        store_name = so.path;
-        st = open_sqlite_store(so, why);
-    }
+    const std::string store_name = store_display_name(cfg);
+    auto st = open_configured_store(cfg, true, why);
     if (!st) {
         // The reason never contains the PostgreSQL URL (it may hold a password).
         std::fprintf(stderr, "wopbridge serve: cannot open the %s store: %s\n",
                      store_name == "postgres" ? "postgres" : "sqlite", why.message.c_str());
         return 1;
     }
+    if (auto wrong = check_host_key_against_store(cfg, **st)) {
+        std::fprintf(stderr, "%s\n", wrong->to_string().c_str());
+        return 2;
+    }
 
     system_clock_source clock;
     system_random_source random;
     bridge_settings settings = make_bridge_settings(cfg);
     auto b = std::make_unique<bridge>(settings, std::move(*st), make_run_starter(cfg), clock, random);
+    if (error_info key_why; !b->bind_host_key(key_why)) {
+        // Another node bound the store to its key between the check above and now.
+        std::fprintf(stderr, "wopbridge serve: %s\n", key_why.message.c_str());
+        return key_why.code == errc::conflict ? 2 : 1;
+    }
 
     std::unique_ptr<bridge_submit_sink> sink;
     std::unique_ptr<connector_host> host;

@@ -662,6 +662,8 @@ void read_store(reader& r, const YAML::Node& n, config& c) {
         std::string p;
         if (r.str(sq, "path", "store.sqlite", p, false, true)) {
             c.store.sqlite_path = r.resolve(p);
+            c.store.sqlite_path_line = sq["path"].Mark().line + 1;
+            c.store.sqlite_path_column = sq["path"].Mark().column + 1;
         }
     }
 }
@@ -1016,6 +1018,9 @@ config_load_result parse_config(std::string_view text, const std::string& file_n
         std::string hk;
         if (r.str(root, "hostKeyFile", "", hk)) {
             c.host_key_file = r.resolve(hk);
+            const auto mark = root["hostKeyFile"].Mark();
+            c.host_key_file_line = mark.line + 1;
+            c.host_key_file_column = mark.column + 1;
         }
         YAML::Node logging = root["logging"];
         if (reader::present(logging) && r.expect_map(logging, "logging")) {
@@ -1130,20 +1135,6 @@ std::unique_ptr<run_starter> make_run_starter(const config& c) {
         return make_upstream_run_starter(c.runs.upstream);
     }
     return make_local_run_starter(c.runs.workflows, run_working_directory(c));
-}
-
-int check_config(const std::string& path, const env_lookup& env) {
-    auto r = load_config(path, env);
-    for (const auto& e : r.errors) {
-        std::cerr << e.to_string() << '\n';
-    }
-    if (!r) {
-        std::cerr << path << ": " << r.errors.size() << (r.errors.size() == 1 ? " error" : " errors")
-                  << '\n';
-        return 1;
-    }
-    std::cout << path << ": ok\n";
-    return 0;
 }
 
 } // namespace wopbridge

@@ -64,6 +64,8 @@ struct api_key_config {
 struct store_config {
     enum class backend_kind { sqlite, postgres } backend = backend_kind::sqlite;
     std::string sqlite_path;  // absolute
+    int sqlite_path_line = 0; // where store.sqlite.path is set (0: the default is used)
+    int sqlite_path_column = 0;
     std::string postgres_url; // may hold credentials: never log
 };
 
@@ -137,6 +139,8 @@ struct config {
     std::vector<connector_config> connectors;
     std::vector<subscription_config> subscriptions;
     std::string host_key_file;         // absolute
+    int host_key_file_line = 0;        // where hostKeyFile is set (0: the default is used)
+    int host_key_file_column = 0;
     logging_config logging;
     bool test_seams = false;
     webhooks_config webhooks;
@@ -171,9 +175,5 @@ std::map<std::string, rate_limit> subscription_rate_limits(const config& c);
 std::string run_working_directory(const config& c);
 // The run starter the config asks for: local (workflows, run_working_directory) or upstream.
 std::unique_ptr<run_starter> make_run_starter(const config& c);
-
-// `wopbridge check-config FILE`: prints every error to stderr (one per line) and returns 0 when the
-// file is valid, 1 otherwise.
-int check_config(const std::string& path, const env_lookup& env = process_environment());
 
 } // namespace wopbridge

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -180,6 +182,71 @@ result<secret_box> secret_box::open(const std::string& key_file, random_source& 
         return key.error();
     }
     return secret_box(std::move(*key));
+}
+
+std::string secret_box::inspect_key_file(const std::string& key_file, bool& exists) {
+    exists = false;
+    if (key_file.empty()) {
+        return "";
+    }
+    struct stat st{};
+    if (::stat(key_file.c_str(), &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            return "cannot be examined (" + std::string(std::strerror(errno)) +
+                   "): give this user access to its folder";
+        }
+        // Absent: serve creates it (and its missing folders), from the nearest folder that exists.
+        std::filesystem::path dir = std::filesystem::absolute(key_file).parent_path();
+        std::error_code ec;
+        while (dir.has_relative_path() && !std::filesystem::exists(dir, ec)) {
+            dir = dir.parent_path();
+        }
+        struct stat dst{};
+        if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+            return "cannot be created: " + dir.string() +
+                   " is not a folder; point hostKeyFile at a path under a folder";
+        }
+        if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+            return "does not exist and cannot be created: " + dir.string() +
+                   " is not writable by this user; create the key's folder for the service user "
+                   "or point hostKeyFile at an existing key";
+        }
+        return "";
+    }
+    exists = true;
+    if (!S_ISREG(st.st_mode)) {
+        return "is not a regular file: point hostKeyFile at the 32-byte key file";
+    }
+    if (st.st_size == 0) {
+        return ""; // left by a kill during creation before it was atomic; open() replaces it
+    }
+    if ((st.st_mode & 077) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        return std::string("is accessible to group or others (mode ") + mode +
+               "), which defeats sealing: chmod 600 " + key_file;
+    }
+    if (st.st_size != static_cast<off_t>(key_size)) {
+        return "is " + std::to_string(st.st_size) +
+               " bytes; a host key is exactly 32 random bytes: restore the key file this store "
+               "was sealed with (on a new store, remove the file and one is created)";
+    }
+    if (::access(key_file.c_str(), R_OK) != 0) {
+        return "cannot be read by this user: give the service user read access (chown it)";
+    }
+    return "";
+}
+
+result<secret_box> secret_box::load(const std::string& key_file) {
+    auto key = read_key_file(key_file);
+    if (!key) {
+        return key.error();
+    }
+    return secret_box(std::move(*key));
+}
+
+std::string secret_box::key_check() const {
+    return "hk1:" + hmac_hex("wopbridge host key check v1").substr(0, 32);
 }
 
 result<secret_box> secret_box::from_key(std::string key) {

@@ -20,6 +20,11 @@ public:
     static result<secret_box> open(const std::string& key_file, random_source& random);
     // A box over a given key (must be key_size bytes).
     static result<secret_box> from_key(std::string key);
+    // Why `open` would refuse `key_file` (or could not create it), as an operator-facing sentence
+    // that names the fix; "" when it is usable. `exists` tells whether the file is there already.
+    static std::string inspect_key_file(const std::string& key_file, bool& exists);
+    // Reads an existing key file (never creates one): check-config and key checks.
+    static result<secret_box> load(const std::string& key_file);
 
     // "v1:" + base64(nonce[12] + ciphertext + tag[16]).
     std::string seal(std::string_view plaintext, random_source& random) const;
@@ -30,6 +35,9 @@ public:
     std::string fingerprint(std::string_view secret) const;
     // "dk_" + first 32 hex chars of HMAC-SHA256(host_key, subscription_id + "\n" + provider_event_id).
     std::string dedup_key(std::string_view subscription_id, std::string_view provider_event_id) const;
+    // "hk1:" + first 32 hex chars of HMAC-SHA256(host_key, a fixed label): what a store keeps to
+    // recognise the key it was sealed with; it reveals nothing of the key.
+    std::string key_check() const;
 
 private:
     explicit secret_box(std::string key) : key_(std::move(key)) {}

@@ -270,6 +270,12 @@ public:
     // Housekeeping: drops dedup rows and dead letters past their expiry. Returns rows removed.
     virtual result<int> purge_expired(millis now) = 0;
 
+    // The host key's check value (an HMAC of a fixed label: it reveals nothing of the key). The
+    // first value bound is kept; every later bind answers the kept one, so a node (or a restart)
+    // with another key sees that it differs. host_key_check reads it without binding ("" = none).
+    virtual result<std::string> bind_host_key_check(const std::string& check) = 0;
+    virtual result<std::string> host_key_check() = 0;
+
     // Cheap liveness probe for /readyz.
     virtual result<void> ping() = 0;
 

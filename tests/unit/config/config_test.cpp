@@ -120,7 +120,7 @@ TEST_F(ConfigTest, LoadsTheFullExample) {
     auto starter = make_run_starter(c);
     EXPECT_EQ(starter->workflow_ids(), s.local_workflows);
     EXPECT_FALSE(starter->starts_before_commit());
-    EXPECT_EQ(check_config(path, env()), 0);
+    EXPECT_TRUE(load_config(path, env()));
 }
 
 TEST_F(ConfigTest, MissingEnvironmentVariableIsAnError) {
@@ -234,14 +234,16 @@ TEST_F(ConfigTest, ReportsAllErrorsTogether) {
     EXPECT_THAT(e, ::testing::Contains(HasSubstr("maxPageSize: 5000 is out of range 1-1000")));
 }
 
-TEST_F(ConfigTest, CheckConfigReturnsNonZeroOnErrors) {
+TEST_F(ConfigTest, LoadingReportsPositionsAndAMissingFile) {
     auto path = dir_.file("bad.yaml");
     std::ofstream(path) << "server: {threads: x}\n";
-    ::testing::internal::CaptureStderr();
-    EXPECT_EQ(check_config(path, env()), 1);
-    auto err = ::testing::internal::GetCapturedStderr();
-    EXPECT_THAT(err, HasSubstr(path + ":1:19: server.threads: expected an integer, got 'x'\n"));
-    EXPECT_EQ(check_config(dir_.file("missing.yaml"), env()), 1);
+    auto bad = load_config(path, env());
+    ASSERT_FALSE(bad);
+    ASSERT_EQ(bad.errors.size(), 1u);
+    EXPECT_EQ(bad.errors[0].to_string(), path + ":1:19: server.threads: expected an integer, got 'x'");
+    auto missing = load_config(dir_.file("missing.yaml"), env());
+    ASSERT_FALSE(missing);
+    EXPECT_THAT(missing.errors[0].to_string(), HasSubstr("cannot open the file"));
 }
 
 TEST_F(ConfigTest, SecretsNeverAppearInErrors) {

@@ -1044,6 +1044,13 @@ TEST_P(StoreContractTest, RunStatusAndListing) {
     EXPECT_EQ(store_->run_events_after("run_x", -1, 10).error(), errc::not_found);
 }
 
+TEST_P(StoreContractTest, TheFirstHostKeyCheckBoundIsKept) {
+    EXPECT_EQ(store_->host_key_check().value(), "");
+    EXPECT_EQ(store_->bind_host_key_check("hk1:aaaa").value(), "hk1:aaaa");
+    EXPECT_EQ(store_->bind_host_key_check("hk1:bbbb").value(), "hk1:aaaa");
+    EXPECT_EQ(store_->host_key_check().value(), "hk1:aaaa");
+}
+
 TEST_P(StoreContractTest, EndRunCommitsTheLastEventAndTheStatusTogether) {
     add_subscription("sub_a");
     must_intake(make_intake("sub_a", "k", "1"));

@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 5> migrations{{
+constexpr std::array<migration, 6> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -242,6 +242,13 @@ CREATE TRIGGER subscriptions_changed_update AFTER UPDATE ON subscriptions
     FOR EACH ROW WHEN (to_jsonb(OLD) - 'next_event_seq' IS DISTINCT FROM
                        to_jsonb(NEW) - 'next_event_seq')
     EXECUTE FUNCTION wopbridge_subscription_changed();
+)sql"},
+    // 6: facts about the store itself; 'host_key_check' binds the store (every node) to one host key.
+    {6, R"sql(
+CREATE TABLE store_meta (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 )sql"},
 }};
 

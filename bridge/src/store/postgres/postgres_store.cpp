@@ -1072,6 +1072,32 @@ class postgres_store final : public store {
         });
     }
 
+    result<std::string> bind_host_key_check(const std::string& check) override {
+        return write([&](connection& c) -> result<std::string> {
+            // Two nodes binding at once: the primary key lets one insert win; both read the winner.
+            auto r = c.exec("WITH ins AS (INSERT INTO store_meta (name, value) "
+                            "VALUES ('host_key_check', $1) ON CONFLICT (name) DO NOTHING "
+                            "RETURNING value) "
+                            "SELECT value FROM ins UNION ALL "
+                            "SELECT value FROM store_meta WHERE name = 'host_key_check'",
+                            {p(check)});
+            if (!r) {
+                return r.error();
+            }
+            return r->empty() ? std::string() : r->text(0, 0);
+        });
+    }
+
+    result<std::string> host_key_check() override {
+        return read([&](connection& c) -> result<std::string> {
+            auto r = c.exec("SELECT value FROM store_meta WHERE name = 'host_key_check'", {});
+            if (!r) {
+                return r.error();
+            }
+            return r->empty() ? std::string() : r->text(0, 0);
+        });
+    }
+
     result<void> ping() override {
         return read([&](connection& c) -> result<void> {
             // A standby or a database set read-only cannot take intake: not ready.

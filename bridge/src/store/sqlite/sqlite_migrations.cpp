@@ -12,7 +12,7 @@ struct migration {
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 6> migrations{{
+constexpr std::array<migration, 7> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -221,6 +221,13 @@ DROP INDEX deliveries_by_status_due;
     // 6: subscriptions[].maxConcurrency (0 = unbounded).
     {6, R"sql(
 ALTER TABLE subscriptions ADD COLUMN max_concurrency INTEGER NOT NULL DEFAULT 0;
+)sql"},
+    // 7: facts about the store itself; 'host_key_check' binds the store to one host key.
+    {7, R"sql(
+CREATE TABLE store_meta (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 )sql"},
 }};
 

@@ -1044,6 +1044,33 @@ class sqlite_store final : public store {
         });
     }
 
+    result<std::string> bind_host_key_check(const std::string& check) override {
+        return write_transaction([&]() -> result<std::string> {
+            auto ins = writer_->prepare(
+                "INSERT INTO store_meta (name, value) VALUES ('host_key_check', ?1) "
+                "ON CONFLICT (name) DO NOTHING");
+            ins.bind(1, check);
+            WB_TRY(ins.run());
+            auto st = writer_->prepare("SELECT value FROM store_meta WHERE name = 'host_key_check'");
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            return *row ? st.text(0) : std::string();
+        });
+    }
+
+    result<std::string> host_key_check() override {
+        return read_transaction([&]() -> result<std::string> {
+            auto st = reader_->prepare("SELECT value FROM store_meta WHERE name = 'host_key_check'");
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            return *row ? st.text(0) : std::string();
+        });
+    }
+
     result<void> ping() override {
         {
             std::lock_guard lock(write_mu_);

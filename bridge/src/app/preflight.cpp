@@ -1,0 +1,93 @@
+#include "app/preflight.hpp"
+
+#include "app/host_key_check.hpp"
+#include "config/environment_check.hpp"
+#include "core/secret_box.hpp"
+
+#include <filesystem>
+
+namespace wopbridge {
+namespace {
+
+config_error at_host_key(const config& c, std::string message) {
+    const std::string key = c.host_key_file_line > 0 ? "hostKeyFile" : "hostKeyFile (not set: the default)";
+    return {c.file, c.host_key_file_line, c.host_key_file_column, key + ": " + std::move(message)};
+}
+
+} // namespace
+
+std::string store_display_name(const config& c) {
+    return c.store.backend == store_config::backend_kind::postgres ? "postgres"
+                                                                    : c.store.sqlite_path;
+}
+
+result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why) {
+    if (c.store.backend == store_config::backend_kind::postgres) {
+        postgres_options po;
+        po.url = c.store.postgres_url;
+        return open_postgres_store(po, why);
+    }
+    if (create) {
+        std::error_code ec;
+        std::filesystem::create_directories(std::filesystem::path(c.store.sqlite_path).parent_path(),
+                                            ec);
+    }
+    sqlite_options so;
+    so.path = c.store.sqlite_path;
+    return open_sqlite_store(so, why);
+}
+
+std::optional<config_error> check_host_key_against_store(const config& c, store& st) {
+    std::error_code ec;
+    if (!std::filesystem::exists(c.host_key_file, ec)) {
+        auto kept = st.host_key_check();
+        if (kept && !kept->empty()) {
+            return at_host_key(c, c.host_key_file +
+                                      " does not exist, but the store was sealed with a host key: "
+                                      "restore that key file (every node of a store shares one); "
+                                      "a new key would make every stored signature and dedup key "
+                                      "unusable");
+        }
+        return std::nullopt; // serve creates it and binds the store to it
+    }
+    auto box = secret_box::load(c.host_key_file);
+    if (!box) {
+        return std::nullopt; // environment_check reported why it cannot be read
+    }
+    auto verdict = check_host_key(st, *box, false);
+    if (verdict && *verdict == host_key_verdict::differs) {
+        return at_host_key(c, wrong_host_key_message(c.host_key_file));
+    }
+    return std::nullopt;
+}
+
+std::vector<config_error> preflight_for_check(const std::string& path, std::optional<config>& out,
+                                              const env_lookup& env) {
+    auto loaded = load_config(path, env);
+    if (!loaded) {
+        return loaded.errors;
+    }
+    const config& c = *loaded.value;
+    auto problems = check_environment(c);
+    std::error_code ec;
+    const bool store_exists = c.store.backend == store_config::backend_kind::postgres ||
+                              std::filesystem::exists(c.store.sqlite_path, ec);
+    if (problems.empty() && store_exists) {
+        error_info why;
+        auto st = open_configured_store(c, false, why);
+        if (!st) {
+            problems.push_back({c.file, 0, 0,
+                                "store: cannot open the " +
+                                    std::string(c.store.backend == store_config::backend_kind::postgres
+                                                    ? "postgres"
+                                                    : "sqlite") +
+                                    " store: " + why.message});
+        } else if (auto wrong = check_host_key_against_store(c, **st)) {
+            problems.push_back(std::move(*wrong));
+        }
+    }
+    out = std::move(loaded.value);
+    return problems;
+}
+
+} // namespace wopbridge

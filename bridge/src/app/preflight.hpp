@@ -1,0 +1,31 @@
+#pragma once
+// What `serve` checks before it serves, shared with `check-config` so the two refuse the same
+// configurations with the same message (file:line:col, the key, the fix).
+
+#include "config/config.hpp"
+#include "core/error.hpp"
+#include "store/store.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wopbridge {
+
+// "postgres" or the SQLite path: what logs may name (never the PostgreSQL URL).
+std::string store_display_name(const config& c);
+
+// Opens the configured store as serve does (creating the SQLite folder when `create`).
+result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why);
+
+// The host key file against the store: absent while the store was sealed with a key, or another
+// key than the store's. nullopt when they agree (or the store is bound to no key yet).
+std::optional<config_error> check_host_key_against_store(const config& c, store& st);
+
+// check-config (and serve before it opens anything): the file, the machine (environment_check), then the store when it exists (a
+// SQLite file not there yet is created by serve: nothing to compare). Problems, in that order.
+std::vector<config_error> preflight_for_check(const std::string& path, std::optional<config>& out,
+                                              const env_lookup& env = process_environment());
+
+} // namespace wopbridge

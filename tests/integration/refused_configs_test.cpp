@@ -1,0 +1,156 @@
+// A corpus of configurations that cannot serve correctly (issue 16): `check-config` and `serve`
+// both refuse each one, exit 2, with the same first line: file:line:col, the key, and the fix.
+// The cases need the real filesystem (modes, sizes, a store bound to another host key), so they
+// run the real program on files in a temp dir.
+#include "support/build_paths.hpp"
+#include "support/child_process.hpp"
+#include "support/serve_process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+
+namespace wopbridge::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string first_line(const std::string& text) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.empty()) {
+            return line;
+        }
+    }
+    return {};
+}
+
+void write_key(const std::string& path, std::size_t size, char fill, mode_t mode) {
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << std::string(size, fill);
+    }
+    ::chmod(path.c_str(), mode);
+}
+
+class RefusedConfigsTest : public ::testing::Test {
+protected:
+    // The config under test: the usual prelude with `host_key_line` in place of hostKeyFile.
+    std::string write_config(const std::string& host_key_line, const std::string& store_line) {
+        const std::string path = dir_.file("wopbridge.yaml");
+        std::ofstream(path) << "server: {listen: \"127.0.0.1:0\"}\n"
+                               "auth:\n"
+                               "  apiKeys:\n"
+                               "    - {key: hk_refused, tenant: default, scopes: [runs:read]}\n"
+                            << store_line << "\n"
+                            << host_key_line << "\n"
+                            << "subscriptions:\n"
+                               "  - {id: orders, source: webhook, workflowId: wf, signingSecret: "
+                               "\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}\n"
+                               "runs: {local: {workflows: [{id: wf}]}}\n";
+        return path;
+    }
+
+    // Both commands refuse `config` with exit 2 and the same first line, which has `expected`.
+    void expect_both_refuse(const std::string& config, const std::string& expected) {
+        auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 30, {}, true);
+        EXPECT_EQ(checked.exit_code, 2) << checked.stdout_text;
+        const std::string check_line = first_line(checked.stdout_text);
+        EXPECT_THAT(check_line, HasSubstr(expected));
+        EXPECT_THAT(check_line, ::testing::StartsWith(config + ":"));
+
+        auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 30, {}, true);
+        EXPECT_EQ(served.exit_code, 2) << served.stdout_text;
+        EXPECT_EQ(first_line(served.stdout_text), check_line);
+    }
+
+    // Serves `config` once and stops it, leaving a store bound to its host key.
+    void serve_once(const std::string& config) {
+        serve_process p;
+        ASSERT_TRUE(p.start(config, dir_.file("serve.log"))) << p.error;
+        p.signal(SIGTERM);
+        ASSERT_EQ(p.wait_exit(), 0);
+    }
+
+    temp_dir dir_;
+    const std::string sqlite_line = "store: {sqlite: {path: bridge.db}}";
+};
+
+TEST_F(RefusedConfigsTest, AHostKeyReadableByOthersIsRefusedWithTheChmodFix) {
+    write_key(dir_.file("host.key"), 32, 'k', 0644);
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    expect_both_refuse(config, ":6:14: hostKeyFile: " + dir_.file("host.key") +
+                                   " is accessible to group or others (mode 0644), which defeats "
+                                   "sealing: chmod 600 " + dir_.file("host.key"));
+}
+
+TEST_F(RefusedConfigsTest, AHostKeyOfTheWrongSizeIsRefused) {
+    write_key(dir_.file("host.key"), 10, 'k', 0600);
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    expect_both_refuse(config, ":6:14: hostKeyFile: " + dir_.file("host.key") + " is 10 bytes");
+}
+
+TEST_F(RefusedConfigsTest, AHostKeyUnderAFileIsRefused) {
+    std::ofstream(dir_.file("plain")) << "not a folder\n";
+    auto config = write_config("hostKeyFile: plain/keys/host.key", sqlite_line);
+    expect_both_refuse(config, ":6:14: hostKeyFile: " + dir_.file("plain/keys/host.key") +
+                                   " cannot be created: " + dir_.file("plain") + " is not a folder");
+}
+
+TEST_F(RefusedConfigsTest, ADatabaseUnderAFileIsRefused) {
+    std::ofstream(dir_.file("plain")) << "not a folder\n";
+    auto config = write_config("hostKeyFile: host.key", "store: {sqlite: {path: plain/db/bridge.db}}");
+    expect_both_refuse(config, ":5:24: store.sqlite.path: " + dir_.file("plain/db/bridge.db") +
+                                   " cannot be created (" + dir_.file("plain") + " is not a folder)");
+}
+
+TEST_F(RefusedConfigsTest, AReplacedHostKeyIsRefusedAndTheOriginalServesAgain) {
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    serve_once(config);
+    const std::string original = read_text_file(dir_.file("host.key"));
+    ASSERT_EQ(original.size(), 32u);
+    write_key(dir_.file("host.key"), 32, 'x', 0600);
+    expect_both_refuse(config, ":6:14: hostKeyFile: the host key in " + dir_.file("host.key") +
+                                   " is not the key this store was sealed with");
+    // Restoring the key is the fix.
+    {
+        std::ofstream(dir_.file("host.key"), std::ios::binary | std::ios::trunc) << original;
+    }
+    auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 30, {}, true);
+    EXPECT_EQ(checked.exit_code, 0) << checked.stdout_text;
+    serve_once(config);
+}
+
+TEST_F(RefusedConfigsTest, AMissingHostKeyOfABoundStoreIsRefusedBeforeANewOneIsMade) {
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    serve_once(config);
+    fs::remove(dir_.file("host.key"));
+    expect_both_refuse(config, ":6:14: hostKeyFile: " + dir_.file("host.key") +
+                                   " does not exist, but the store was sealed with a host key");
+    EXPECT_FALSE(fs::exists(dir_.file("host.key"))); // serve did not create a new one
+}
+
+TEST_F(RefusedConfigsTest, TheDefaultHostKeyIsNamedAsTheDefault) {
+    std::ofstream(dir_.file("var")) << "a file where the default key's folder would be\n";
+    auto config = write_config("", sqlite_line);
+    expect_both_refuse(config, ": hostKeyFile (not set: the default): " + dir_.file("var/host.key") +
+                                   " cannot be created: " + dir_.file("var") + " is not a folder");
+}
+
+TEST_F(RefusedConfigsTest, ASyntaxErrorIsRefusedTheSameWay) {
+    auto config = write_config("hostKeyFile: host.key\nlogging: {levl: info}", sqlite_line);
+    expect_both_refuse(config, ":7:11: logging: unknown key 'levl' (did you mean 'level'?)");
+}
+
+} // namespace
+} // namespace wopbridge::testing
