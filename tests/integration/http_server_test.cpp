@@ -505,6 +505,52 @@ TEST_F(HttpServerTest, ConformanceSeamsWork) {
     EXPECT_LT(reset.status, 300);
 }
 
+// CONTRACT.md (g) `refused`: a forged post through the real intake is a run-less dead-lettered
+// attempt, no state change, the subscription stays active, and a following deliver on it runs.
+TEST_F(HttpServerTest, RefusedSeamRecordsTheRefusalAndLeavesTheSubscriptionDeliverable) {
+    auto refused =
+        call("POST", "/v1/host/sample/trigger-bridge/deliver", R"({"scenario":"refused"})");
+    ASSERT_EQ(refused.status, 200) << refused.body;
+    auto answer = json::parse(refused.body).as_object();
+    EXPECT_EQ(answer.at("outcome"), "dead-lettered");
+    EXPECT_EQ(answer.at("subscriptionState"), "active");
+    const std::string sub_id(answer.at("subscriptionId").as_string());
+    const std::string carrier(answer.at("runId").as_string());
+    auto log = json::parse(call("GET", "/v1/host/sample/test/runs/" + carrier + "/events").body);
+    int refusals = 0;
+    for (const auto& e : log.at("events").as_array()) {
+        EXPECT_NE(e.at("type"), "trigger.subscription.state.changed") << json::serialize(log);
+        EXPECT_NE(e.at("type"), "run.started") << json::serialize(log);
+        if (e.at("type") == "trigger.delivery.attempted") {
+            EXPECT_EQ(e.at("payload").at("outcome"), "dead-lettered");
+            EXPECT_FALSE(e.at("payload").as_object().contains("runId")) << json::serialize(e);
+            EXPECT_TRUE(testing::expect_valid_payload(
+                e.at("payload"), "run-event-payloads.schema.json#/$defs/triggerDeliveryAttempted"));
+            ++refusals;
+        }
+    }
+    EXPECT_EQ(refusals, 1) << json::serialize(log);
+    auto read = call("GET", "/v1/trigger-subscriptions/" + sub_id);
+    ASSERT_EQ(read.status, 200) << read.body;
+    EXPECT_EQ(json::parse(read.body).at("subscription").at("state"), "active");
+
+    auto deliver = call("POST", "/v1/host/sample/trigger-bridge/deliver",
+                        R"({"scenario":"deliver","subscriptionId":")" + sub_id + R"("})");
+    ASSERT_EQ(deliver.status, 200) << deliver.body;
+    auto delivered = json::parse(deliver.body).as_object();
+    EXPECT_EQ(delivered.at("subscriptionId").as_string(), sub_id);
+    const std::string run_id(delivered.at("runId").as_string());
+    auto run_log = json::parse(call("GET", "/v1/host/sample/test/runs/" + run_id + "/events").body);
+    bool started = false;
+    for (const auto& e : run_log.at("events").as_array()) {
+        started = started || e.at("type") == "run.started";
+    }
+    EXPECT_TRUE(started) << json::serialize(run_log);
+    expect_envelope(call("POST", "/v1/host/sample/trigger-bridge/deliver",
+                         R"({"scenario":"exhaust","subscriptionId":")" + sub_id + R"("})"),
+                    400, "validation_error");
+}
+
 TEST_F(HttpServerTest, SeamsAnswerNotFoundWhenDisabled) {
     stop_all();
     settings_.test_seams = false;

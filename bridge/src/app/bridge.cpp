@@ -863,7 +863,8 @@ struct bridge::impl final : run_lifecycle_sink {
     }
 
     result<subscription> make_seam_subscription(const std::string& tenant, source_kind source,
-                                                std::string_view workflow, retry_policy retry) {
+                                                std::string_view workflow, retry_policy retry,
+                                                std::string sealed_secret = {}) {
         subscription sub;
         sub.id = mint("sub");
         sub.tenant = tenant;
@@ -873,7 +874,9 @@ struct bridge::impl final : run_lifecycle_sink {
         sub.dedup_enabled = true;
         sub.retry = retry;
         sub.breaker = settings.default_breaker;
-        sub.verification = verification_mode::none;
+        sub.verification =
+            sealed_secret.empty() ? verification_mode::none : verification_mode::required;
+        sub.sealed_secret = std::move(sealed_secret);
         sub.origin = subscription::origin_kind::seam;
         sub.created_at = sub.updated_at = now();
         auto ins = st->insert_subscription(sub);
@@ -1274,7 +1277,9 @@ result<seam_deliver_result> bridge::seam_deliver(const seam_deliver_request& req
 
     if (req.scenario == "dedup" || req.scenario == "deliver") {
         retry_policy quick{3, backoff_kind::fixed, 50, 50, false};
-        auto sub = m.make_seam_subscription(tenant, *source, seam_noop_workflow, quick);
+        auto sub = req.subscription_id.empty()
+                       ? m.make_seam_subscription(tenant, *source, seam_noop_workflow, quick)
+                       : m.owned(tenant, req.subscription_id);
         if (!sub) {
             return sub.error();
         }
@@ -1321,6 +1326,45 @@ result<seam_deliver_result> bridge::seam_deliver(const seam_deliver_request& req
         out.subscription_id = sub->id;
         out.run_id = sub->id; // the carrier: seam_events serves the subscription's run-less log
         out.outcome = std::string(to_string(attempt_outcome::dead_lettered));
+        out.delivered_count = 0;
+        return out;
+    }
+    if (req.scenario == "refused") {
+        // A signed subscription and one post whose signature cannot match, through the webhook
+        // intake's verification and refusal recording (the path a forged request takes).
+        retry_policy quick{3, backoff_kind::fixed, 50, 50, false};
+        auto sub = m.make_seam_subscription(tenant, *source, seam_noop_workflow, quick,
+                                            m.box->seal("whsec_" + m.mint("seam"), m.random));
+        if (!sub) {
+            return sub.error();
+        }
+        inbound_http_request forged;
+        forged.target = "/v1/ingest/" + sub->id;
+        forged.body = "{}";
+        const std::string ts = std::to_string(m.now() / 1000);
+        forged.headers = {{"content-type", "application/json"},
+                          {"webhook-id", m.mint("msg")},
+                          {"webhook-timestamp", ts},
+                          {"webhook-signature", "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}};
+        subscription as_webhook = *sub; // verification is the webhook intake's for every source
+        as_webhook.source = source_kind::webhook;
+        auto p = std::make_shared<std::promise<submit_result>>();
+        auto f = p->get_future();
+        m.ingest_webhook(as_webhook, forged, [p](submit_result r) { p->set_value(std::move(r)); });
+        auto refused = f.get();
+        if (refused.status != submit_status::signature_invalid) {
+            return make_error_code(refused.status == submit_status::unavailable
+                                       ? errc::store_unavailable
+                                       : errc::internal);
+        }
+        auto after = m.st->get_subscription(sub->id);
+        if (!after) {
+            return after.error();
+        }
+        out.subscription_id = sub->id;
+        out.run_id = sub->id; // the carrier, as for exhaust: the refusal is in the run-less log
+        out.outcome = std::string(to_string(attempt_outcome::dead_lettered));
+        out.subscription_state = std::string(to_string(after->state));
         out.delivered_count = 0;
         return out;
     }

@@ -124,15 +124,17 @@ struct poll_result {
 
 struct seam_deliver_request {
     std::string tenant;
-    std::string scenario; // dedup | exhaust | deliver
+    std::string scenario; // dedup | exhaust | deliver | refused
     std::string dedup_key;
     std::string source;   // default webhook
+    std::string subscription_id; // deliver: on this existing subscription of the tenant
 };
 
 struct seam_deliver_result {
     std::string run_id;
     std::string subscription_id;
     std::string outcome;
+    std::string subscription_state; // refused: the state after the refusal
     int delivered_count = 0;
 };
 

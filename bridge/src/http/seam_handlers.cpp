@@ -23,13 +23,24 @@ void http_api::seam_deliver(context& ctx) {
     req.tenant = ctx.who.tenant;
     const auto* scenario = o.if_contains("scenario");
     if (!scenario || !scenario->is_string()) {
-        ctx.sink->send(validation_error("scenario", "scenario must be dedup, exhaust or deliver"));
+        ctx.sink->send(
+            validation_error("scenario", "scenario must be dedup, exhaust, deliver or refused"));
         return;
     }
     req.scenario = std::string(scenario->as_string());
-    if (req.scenario != "dedup" && req.scenario != "exhaust" && req.scenario != "deliver") {
-        ctx.sink->send(validation_error("scenario", "scenario must be dedup, exhaust or deliver"));
+    if (req.scenario != "dedup" && req.scenario != "exhaust" && req.scenario != "deliver" &&
+        req.scenario != "refused") {
+        ctx.sink->send(
+            validation_error("scenario", "scenario must be dedup, exhaust, deliver or refused"));
         return;
+    }
+    if (const auto* id = o.if_contains("subscriptionId")) {
+        if (!id->is_string() || id->as_string().empty() || req.scenario != "deliver") {
+            ctx.sink->send(validation_error(
+                "subscriptionId", "subscriptionId must be a non-empty string, with scenario deliver"));
+            return;
+        }
+        req.subscription_id = std::string(id->as_string());
     }
     if (const auto* k = o.if_contains("dedupKey")) {
         if (!k->is_string() || k->as_string().empty()) {
@@ -60,6 +71,9 @@ void http_api::seam_deliver(context& ctx) {
     }
     if (!r->outcome.empty()) {
         body["outcome"] = r->outcome;
+    }
+    if (!r->subscription_state.empty()) {
+        body["subscriptionState"] = r->subscription_state;
     }
     body["deliveredCount"] = r->delivered_count;
     detail::reply_json(ctx, 200, body);
