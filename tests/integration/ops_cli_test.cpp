@@ -55,10 +55,9 @@ std::string read_file(const std::string& path) {
 class OpsCliTest : public ::testing::Test {
 protected:
     void SetUp() override {
+        // A broken `serve` is a failure of every test here, never a skip.
         auto probe = run_program("serve --help");
-        if (probe.code != 0) {
-            GTEST_SKIP() << "`wopbridge serve` is not wired in this build yet";
-        }
+        ASSERT_EQ(probe.code, 0) << "`wopbridge serve --help` failed";
         config_ = dir_.file("wopbridge.yaml");
         std::ofstream(config_) << "server: {listen: \"127.0.0.1:0\"}\n"
                                   "auth:\n"
