@@ -5,6 +5,7 @@
 #include "http/server.hpp"
 
 #include "http/error_mapping.hpp"
+#include "http/request_framing.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -275,6 +276,12 @@ private:
     std::atomic<int>* counter_ = nullptr;
 };
 
+http_response bad_framing() {
+    return error_response(400, "bad_request",
+                          "ambiguous request framing: only one Content-Length, or "
+                          "Transfer-Encoding: chunked alone, is accepted");
+}
+
 http_response too_large(std::size_t limit) {
     return error_response(413, "payload_too_large", "the request body exceeds the limit",
                           boost::json::object{{"maxBodyBytes", limit}});
@@ -355,6 +362,9 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
 
         bhttp::request_parser<bhttp::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(opts.max_header_bytes));
+        // Beast's default body limit (1 MiB) would refuse a larger Content-Length inside the header
+        // read, before the route's own limit is known; the route's limit is applied below instead.
+        parser.body_limit(boost::none);
         lowest.expires_after(opts.header_timeout);
         {
             auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, use_tuple);
@@ -368,16 +378,30 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
                 if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category()) {
                     auto res = error_response(400, "bad_request", "malformed HTTP request");
                     co_await write_response(stream, res, false);
+                    lingering_close = true;
                 }
                 co_return;
             }
         }
         const auto& hdr = parser.get();
+        std::vector<header_view> fields;
+        for (const auto& f : hdr) {
+            fields.emplace_back(std::string_view(f.name_string().data(), f.name_string().size()),
+                                std::string_view(f.value().data(), f.value().size()));
+        }
+        auto framing = framing_of(fields);
+        if (!framing) {
+            // The body's end is unknown, so is the next request's start: answer and close.
+            auto res = bad_framing();
+            co_await write_response(stream, res, false);
+            lingering_close = true;
+            co_return;
+        }
         std::string method(hdr.method_string());
         std::string target(hdr.target());
         std::string path = target.substr(0, target.find('?'));
         const std::size_t limit = handler->body_limit(method, path);
-        if (auto cl = parser.content_length(); cl && *cl > limit) {
+        if (framing->kind == body_framing::content_length && framing->content_length > limit) {
             auto res = too_large(limit);
             co_await write_response(stream, res, false);
             lingering_close = true;
