@@ -249,7 +249,8 @@ void smtp_server::serve(int fd) {
         return;
     }
     std::string buffer;
-    bool discarding = false; // inside an overlong line, until its end
+    bool discarding = false;    // inside an overlong line, until its end
+    bool discarded_cr = false;  // the discarded part ended with CR (its LF may come next)
     char chunk[16 * 1024];
     auto last_activity = steady_ms();
     while (true) {
@@ -261,13 +262,17 @@ void smtp_server::serve(int fd) {
             if (nl == std::string::npos) {
                 break;
             }
-            std::string_view line(buffer.data() + start, nl - start);
+            // The terminator is named, not normalised: a bare LF means something else than CRLF.
+            const bool crlf = nl > start ? buffer[nl - 1] == '\r' : discarding && discarded_cr;
+            std::string_view line(buffer.data() + start, nl - start - (crlf && nl > start ? 1 : 0));
             start = nl + 1;
+            const auto end = crlf ? line_end::crlf : line_end::bare_lf;
             if (discarding) {
                 discarding = false;
+                session.overlong_line_ended(end);
                 continue;
             }
-            auto step = session.on_line(line);
+            auto step = session.on_line(line, end);
             if (step.message_ready) {
                 auto result = deliver_(session.take_envelope());
                 step = session.finish_message(result);
@@ -300,6 +305,7 @@ void smtp_server::serve(int fd) {
         }
         buffer.erase(0, start);
         if (buffer.size() > config_.max_line_bytes) {
+            discarded_cr = buffer.back() == '\r';
             buffer.clear();
             if (!discarding) {
                 discarding = true;

@@ -101,6 +101,8 @@ void smtp_session::reset_transaction() {
     data_bytes_ = 0;
     data_too_large_ = false;
     data_line_too_long_ = false;
+    data_bare_newline_ = false;
+    prev_crlf_ = true;
     if (state_ != state::fresh) {
         state_ = state::greeted;
     }
@@ -130,17 +132,29 @@ smtp_step smtp_session::error(std::string reply) {
 smtp_step smtp_session::on_overlong_line() {
     if (state_ == state::data) {
         data_line_too_long_ = true;
+        prev_crlf_ = false; // until overlong_line_ended() says how it ended
         return {};
     }
     return error("500 5.5.2 line too long\r\n");
 }
 
-smtp_step smtp_session::on_line(std::string_view line) {
-    if (!line.empty() && line.back() == '\r') {
-        line.remove_suffix(1);
-    }
+void smtp_session::overlong_line_ended(line_end end) {
     if (state_ == state::data) {
-        return data_line(line);
+        prev_crlf_ = end == line_end::crlf;
+        data_bare_newline_ = data_bare_newline_ || !prev_crlf_;
+    }
+}
+
+smtp_step smtp_session::on_line(std::string_view line, line_end end) {
+    if (state_ == state::data) {
+        return data_line(line, end);
+    }
+    if (end != line_end::crlf || line.find('\r') != std::string_view::npos) {
+        // Another server may split these lines elsewhere: never act on such a command.
+        if (state_ == state::auth_plain) {
+            state_ = state::greeted;
+        }
+        return error("500 5.5.2 bare <CR> or <LF> received, lines must end with <CR><LF>\r\n");
     }
     if (state_ == state::auth_plain) {
         return auth_response(line);
@@ -148,22 +162,39 @@ smtp_step smtp_session::on_line(std::string_view line) {
     return command(line);
 }
 
-smtp_step smtp_session::data_line(std::string_view line) {
-    if (line == ".") {
+smtp_step smtp_session::data_line(std::string_view line, line_end end) {
+    const bool crlf = end == line_end::crlf;
+    const bool after_crlf = prev_crlf_;
+    prev_crlf_ = crlf;
+    // Only <CRLF>.<CRLF> ends DATA (RFC 5321 §4.1.1.4): "\n.\n", "\r\n.\n" or "\n.\r\n" is
+    // content of a doomed message, never its end.
+    if (line == "." && crlf && after_crlf) {
         smtp_step s;
         state_ = state::greeted;
+        if (data_bare_newline_) {
+            s.reply = "550 5.6.11 bare <CR> or <LF> in message, message dropped\r\n";
+            reset_transaction(); // the next message starts clean
+            return s;
+        }
         if (data_too_large_) {
             s.reply = "552 5.3.4 message exceeds fixed maximum message size\r\n";
-            envelope_ = {};
+            reset_transaction(); // the next message starts clean
             return s;
         }
         if (data_line_too_long_) {
             s.reply = "500 5.5.6 line too long in message\r\n";
-            envelope_ = {};
+            reset_transaction(); // the next message starts clean
             return s;
         }
         s.message_ready = true;
         return s;
+    }
+    if (!crlf || line.find('\r') != std::string_view::npos) {
+        // Read on to the real end so the reply lands in sync, but keep nothing.
+        data_bare_newline_ = true;
+        envelope_.data.clear();
+        envelope_.data.shrink_to_fit();
+        return {};
     }
     if (!line.empty() && line.front() == '.') {
         line.remove_prefix(1); // dot-unstuffing (RFC 5321 §4.5.2)
@@ -176,7 +207,7 @@ smtp_step smtp_session::data_line(std::string_view line) {
         envelope_.data.shrink_to_fit();
         return {};
     }
-    if (!data_too_large_) {
+    if (!data_too_large_ && !data_bare_newline_) {
         envelope_.data.append(line);
         envelope_.data.append("\r\n");
     }
@@ -258,6 +289,7 @@ smtp_step smtp_session::command(std::string_view line) {
         }
         state_ = state::data;
         data_bytes_ = 0;
+        prev_crlf_ = true; // the DATA command's own CRLF
         return {"354 end data with <CR><LF>.<CR><LF>\r\n"};
     }
     return error("500 5.5.1 command not recognized\r\n");
@@ -330,8 +362,14 @@ smtp_step smtp_session::auth_response(std::string_view b64) {
         return error("501 5.5.2 malformed AUTH PLAIN response\r\n");
     }
     std::string_view d(decoded);
+    auto authzid = d.substr(0, n1);
     auto user = d.substr(n1 + 1, n2 - n1 - 1);
     auto pass = d.substr(n2 + 1);
+    // No proxy authorization (RFC 4616 §2): acting as another identity is refused before the
+    // password is looked at, with the same reply, so the answer tells nothing about the password.
+    if (!authzid.empty() && authzid != user) {
+        return error("535 5.7.8 authentication credentials invalid\r\n");
+    }
     if (hooks_.check_auth && hooks_.check_auth(user, pass)) {
         authenticated_ = true;
         return {"235 2.7.0 authentication succeeded\r\n"};

@@ -1,7 +1,13 @@
 #pragma once
 // The SMTP server side of one connection (RFC 5321 subset) as a pure state machine: the I/O layer
-// feeds complete lines (CRLF stripped) and writes back the replies; the message itself is handed
-// out when DATA ends so the module can commit it before the final reply.
+// feeds complete lines (the terminator stripped, and named: CRLF or a bare LF) and writes back the
+// replies; the message itself is handed out when DATA ends so the module can commit it before the
+// final reply.
+//
+// Line endings are strict (RFC 5321 §2.3.8): only CRLF ends a line and only CRLF.CRLF ends DATA.
+// A bare LF or bare CR in a command refuses the command (500 5.5.2); in DATA it dooms the message,
+// which is read to its real end and refused (550 5.6.11), so a "\n.\n" inside DATA can never end
+// it early and smuggle a second message in (the way Postfix's smtpd_forbid_bare_newline closes it).
 
 #include <cstddef>
 #include <functional>
@@ -44,14 +50,20 @@ struct smtp_step {
     bool message_ready = false; // DATA ended: take_envelope(), commit, then finish_message()
 };
 
+// How the I/O layer found a line's end.
+enum class line_end { crlf, bare_lf };
+
 class smtp_session {
   public:
     smtp_session(smtp_config config, smtp_hooks hooks);
 
     std::string greeting() const; // "220 ..."
-    smtp_step on_line(std::string_view line);
-    // Line longer than the I/O layer's cap: the reply to send (the session stays usable).
+    // `line` without its terminator; any CR left in it is a bare CR.
+    smtp_step on_line(std::string_view line, line_end end = line_end::crlf);
+    // Line longer than the I/O layer's cap: the reply to send (the session stays usable). The
+    // I/O layer discards the rest and reports its terminator with overlong_line_ended().
     smtp_step on_overlong_line();
+    void overlong_line_ended(line_end end);
     void tls_started();            // resets to the pre-EHLO state (RFC 3207 §4.2)
     smtp_envelope take_envelope(); // valid once after message_ready
     // The final reply to DATA given the commit result.
@@ -67,7 +79,7 @@ class smtp_session {
     enum class state { fresh, greeted, mail, rcpt, data, auth_plain };
 
     smtp_step command(std::string_view line);
-    smtp_step data_line(std::string_view line);
+    smtp_step data_line(std::string_view line, line_end end);
     smtp_step error(std::string reply);
     smtp_step do_ehlo(std::string_view arg, bool extended);
     smtp_step do_mail(std::string_view arg);
@@ -86,6 +98,8 @@ class smtp_session {
     std::size_t data_bytes_ = 0;
     bool data_too_large_ = false;
     bool data_line_too_long_ = false;
+    bool data_bare_newline_ = false; // a bare CR or LF in this message
+    bool prev_crlf_ = true;          // the previous DATA line ended with CRLF
 };
 
 // "<addr>" or "<>" from a MAIL FROM:/RCPT TO: argument, parameters split off. nullopt on bad

@@ -47,7 +47,10 @@ def main():
             out["rcpt"].append(s.rcpt(r)[0])
         if 250 in out["rcpt"]:
             try:
-                code, reply = s.data(build(spec).as_bytes())
+                # CRLF line ends, as an MTA sends: as_bytes() alone gives bare LFs, which data()
+                # passes on unchanged and the connector refuses (RFC 5321 §2.3.8).
+                msg = build(spec)
+                code, reply = s.data(msg.as_bytes(policy=msg.policy.clone(linesep="\r\n")))
             except smtplib.SMTPDataError as e:
                 code, reply = e.smtp_code, e.smtp_error
             out["data"] = code
