@@ -8,10 +8,19 @@
 
 namespace wopbridge::testing {
 
-raw_connection::raw_connection(std::uint16_t port) {
+raw_connection::raw_connection(std::uint16_t port, const char* source) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return;
+    }
+    if (source != nullptr) {
+        sockaddr_in from{};
+        from.sin_family = AF_INET;
+        if (::inet_pton(AF_INET, source, &from.sin_addr) != 1 ||
+            ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+            ::close(fd);
+            return;
+        }
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -63,6 +72,11 @@ bool raw_connection::read_once(int wait_ms) {
     }
     in_.append(buf, static_cast<std::size_t>(n));
     return true;
+}
+
+void raw_connection::read_available() {
+    while (read_once(0)) {
+    }
 }
 
 bool raw_connection::read_until(std::string_view needle, std::size_t count,

@@ -12,7 +12,8 @@ namespace wopbridge::testing {
 
 class raw_connection {
 public:
-    explicit raw_connection(std::uint16_t port);
+    // `source`: a loopback address to connect from (e.g. "127.0.0.2", to be another peer).
+    explicit raw_connection(std::uint16_t port, const char* source = nullptr);
     ~raw_connection();
     raw_connection(const raw_connection&) = delete;
     raw_connection& operator=(const raw_connection&) = delete;
@@ -30,6 +31,8 @@ public:
     // Reads until `needle` has arrived `count` times in total, the peer closed, or `limit` passed;
     // returns whether the needle count was reached.
     bool read_until(std::string_view needle, std::size_t count, std::chrono::milliseconds limit);
+    // Reads what has arrived, without waiting.
+    void read_available();
     // Reads until the peer closes or `limit` passes; returns peer_closed().
     bool read_until_closed(std::chrono::milliseconds limit);
 

@@ -213,6 +213,10 @@ int run_serve(const std::vector<std::string>& args) {
     so_http.threads = cfg.server.threads;
     so_http.max_connections = cfg.server.max_connections;
     so_http.max_in_flight_requests = cfg.server.max_in_flight_requests;
+    so_http.reserved_in_flight_requests = cfg.server.reserved_in_flight_requests;
+    so_http.max_connections_per_address = cfg.server.max_connections_per_address;
+    so_http.min_body_bytes_per_second = cfg.server.min_body_bytes_per_second;
+    so_http.body_grace = std::chrono::seconds(cfg.server.body_grace_seconds);
     if (cfg.server.tls) {
         so_http.tls = http::tls_options{cfg.server.tls->cert_file, cfg.server.tls->key_file};
     }

@@ -537,7 +537,8 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
     }
     r.check_keys(n, path,
                  {"listen", "publicUrl", "maxBodyBytes", "threads", "tls", "maxConnections",
-                  "maxInFlightRequests", "rateLimits"});
+                  "maxInFlightRequests", "reservedInFlightRequests", "maxConnectionsPerAddress",
+                  "minBodyBytesPerSecond", "bodyGraceSeconds", "rateLimits"});
     auto& s = c.server;
     std::string listen;
     if (r.str(n, "listen", path, listen)) {
@@ -564,6 +565,10 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
     r.integer_into(n, "threads", path, s.threads, 1, 256);
     r.integer_into(n, "maxConnections", path, s.max_connections, 1, 1000000);
     r.integer_into(n, "maxInFlightRequests", path, s.max_in_flight_requests, 1, 1000000);
+    r.integer_into(n, "reservedInFlightRequests", path, s.reserved_in_flight_requests, 0, 100000);
+    r.integer_into(n, "maxConnectionsPerAddress", path, s.max_connections_per_address, 1, 1000000);
+    r.integer_into(n, "minBodyBytesPerSecond", path, s.min_body_bytes_per_second, 0, 1LL << 32);
+    r.integer_into(n, "bodyGraceSeconds", path, s.body_grace_seconds, 0, 3600);
     YAML::Node limits = n["rateLimits"];
     if (reader::present(limits) && r.expect_map(limits, "server.rateLimits")) {
         r.check_keys(limits, "server.rateLimits", {"perSubscription", "perSourceAddress"});

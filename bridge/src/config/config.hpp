@@ -51,6 +51,10 @@ struct server_config {
     std::optional<tls_config> tls;
     int max_connections = 10000;       // maxConnections
     int max_in_flight_requests = 1024; // maxInFlightRequests: 503 + Retry-After past it
+    int reserved_in_flight_requests = 32;    // reservedInFlightRequests: control routes only
+    int max_connections_per_address = 512;   // maxConnectionsPerAddress
+    std::size_t min_body_bytes_per_second = 1024; // minBodyBytesPerSecond (0 = off): else closed
+    int body_grace_seconds = 5;                   // bodyGraceSeconds before the rate applies
     rate_limit per_subscription;       // rateLimits.perSubscription (ingest; 429 past it)
     rate_limit per_source_address;     // rateLimits.perSourceAddress (ingest; 429 past it)
 };

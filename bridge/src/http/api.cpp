@@ -116,6 +116,11 @@ std::size_t http_api::body_limit(std::string_view method, std::string_view path)
     return opts_.max_body_bytes;
 }
 
+bool http_api::is_control_route(std::string_view method, std::string_view path) const {
+    auto m = match_route(route_table(), method, path);
+    return m.matched && !m.matched->ingest_body;
+}
+
 void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
     auto ctx = std::make_shared<context>();
     ctx->req = std::move(req);

@@ -50,6 +50,7 @@ public:
     ~http_api() override;
 
     std::size_t body_limit(std::string_view method, std::string_view path) const override;
+    bool is_control_route(std::string_view method, std::string_view path) const override;
     void handle(http_request req, std::shared_ptr<response_sink> sink) override;
     void begin_shutdown() override;
 

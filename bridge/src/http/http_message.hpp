@@ -91,6 +91,11 @@ public:
     virtual ~request_handler() = default;
     // The largest body accepted for this route (413 past it); consulted after the header is read.
     virtual std::size_t body_limit(std::string_view method, std::string_view path) const = 0;
+    // Not an inbound trigger route (health, readiness, management): may use the server's reserve
+    // of in-flight slots.
+    virtual bool is_control_route(std::string_view /*method*/, std::string_view /*path*/) const {
+        return false;
+    }
     virtual void handle(http_request req, std::shared_ptr<response_sink> sink) = 0;
     // The server stops: pending long polls should answer now and streams should end.
     virtual void begin_shutdown() = 0;

@@ -318,6 +318,7 @@ struct server::impl {
     std::mutex conns_mu;
     std::condition_variable conns_cv;
     std::unordered_map<std::uint64_t, std::shared_ptr<connection_state>> conns;
+    std::unordered_map<std::string, int> per_address; // open connections by peer address
     std::uint64_t next_conn = 1;
     bool accepting = false;
 
@@ -407,7 +408,11 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
             lingering_close = true;
             co_return;
         }
-        if (in_flight.fetch_add(1) >= std::max(1, opts.max_in_flight_requests)) {
+        const int slots = std::max(1, opts.max_in_flight_requests) +
+                          (handler->is_control_route(method, path)
+                               ? std::max(0, opts.reserved_in_flight_requests)
+                               : 0);
+        if (in_flight.fetch_add(1) >= slots) {
             in_flight.fetch_sub(1);
             auto res = overloaded(opts.overload_retry_after_s);
             co_await write_response(stream, res, false);
@@ -424,16 +429,36 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
                 co_return;
             }
         }
-        lowest.expires_after(opts.body_timeout);
         {
-            auto [ec, n] = co_await bhttp::async_read(stream, buffer, parser, use_tuple);
+            // The deadline moves with what arrived: a trickle that holds a slot is cut off once
+            // past the grace period it falls below the minimum rate, long before body_timeout.
+            const auto body_start = std::chrono::steady_clock::now();
+            const auto hard_deadline = body_start + opts.body_timeout;
+            std::uint64_t received = 0;
+            boost::system::error_code ec;
+            while (!parser.is_done()) {
+                auto deadline = hard_deadline;
+                if (opts.min_body_bytes_per_second > 0) {
+                    deadline = std::min(
+                        deadline, body_start + opts.body_grace +
+                                      std::chrono::milliseconds(
+                                          received * 1000 / opts.min_body_bytes_per_second));
+                }
+                lowest.expires_at(deadline);
+                auto [e, n] = co_await bhttp::async_read_some(stream, buffer, parser, use_tuple);
+                if (e) {
+                    ec = e;
+                    break;
+                }
+                received += n;
+            }
             if (ec == bhttp::error::body_limit) {
                 auto res = too_large(limit);
                 co_await write_response(stream, res, false);
                 lingering_close = true;
                 co_return;
             }
-            if (ec) {
+            if (ec) { // also a trickle past its deadline: tcp_stream has closed the socket
                 co_return;
             }
         }
@@ -530,16 +555,6 @@ net::awaitable<void> server::impl::run_connection(tcp::socket sock) {
     auto conn = std::make_shared<connection_state>();
     conn->strand = strand;
     std::uint64_t id = 0;
-    {
-        std::lock_guard lock(conns_mu);
-        if (stopping || static_cast<int>(conns.size()) >= opts.max_connections) {
-            boost::system::error_code ec;
-            sock.close(ec);
-            co_return;
-        }
-        id = next_conn++;
-        conns.emplace(id, conn);
-    }
     std::string remote;
     {
         boost::system::error_code ec;
@@ -547,6 +562,22 @@ net::awaitable<void> server::impl::run_connection(tcp::socket sock) {
         if (!ec) {
             remote = ep.address().to_string();
         }
+    }
+    {
+        std::lock_guard lock(conns_mu);
+        // One address cannot hold every connection (or, through them, every in-flight slot).
+        if (stopping || static_cast<int>(conns.size()) >= opts.max_connections ||
+            per_address[remote] >= std::max(1, opts.max_connections_per_address)) {
+            if (per_address[remote] == 0) {
+                per_address.erase(remote);
+            }
+            boost::system::error_code ec;
+            sock.close(ec);
+            co_return;
+        }
+        ++per_address[remote];
+        id = next_conn++;
+        conns.emplace(id, conn);
     }
     beast::flat_buffer buffer;
     bool lingering_close = false;
@@ -589,6 +620,9 @@ net::awaitable<void> server::impl::run_connection(tcp::socket sock) {
     {
         std::lock_guard lock(conns_mu);
         conns.erase(id);
+        if (--per_address[remote] <= 0) {
+            per_address.erase(remote);
+        }
     }
     conns_cv.notify_all();
 }

@@ -34,14 +34,23 @@ struct server_options {
     std::optional<tls_options> tls;
     std::chrono::milliseconds header_timeout{10000}; // whole request header (slowloris)
     std::chrono::milliseconds body_timeout{30000};   // whole request body
+    // Slow bodies (a slot held by a trickle): past `body_grace` a body must keep arriving at an
+    // average of `min_body_bytes_per_second` since its header (0 = only body_timeout); else the
+    // connection is closed, as at body_timeout.
+    std::chrono::milliseconds body_grace{5000};
+    std::size_t min_body_bytes_per_second = 1024;
     std::chrono::milliseconds idle_timeout{60000};   // keep-alive wait for the next request
     std::chrono::milliseconds write_timeout{30000};  // one response write
     std::size_t max_header_bytes = 16 * 1024;        // 431 past it
     int max_connections = 10000;                     // further connections are closed at once
+    int max_connections_per_address = 512;           // from one peer address; more are closed
     // Requests read past their header and not yet answered (their bodies are held in memory).
     // Past it a request is answered 503 + Retry-After before its body is read, so memory stays
     // near max_in_flight_requests x the body limit whatever the offered load. Long polls count.
     int max_in_flight_requests = 1024;
+    // Extra slots only control routes (health, readiness, management) may take, so a flood of
+    // ingest requests never answers them 503.
+    int reserved_in_flight_requests = 32;
     int overload_retry_after_s = 1;
 };
 
