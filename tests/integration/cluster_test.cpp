@@ -219,6 +219,9 @@ class ClusterTest : public ::testing::Test {
         if (with_webhooks_) {
             out << "webhooks: {allowLoopbackHttp: true}\n";
         }
+        if (with_hello_) {
+            out << "connectors:\n  - {name: hello-1, module: hello}\n";
+        }
         if (with_schedule_) {
             out << "  - {id: heartbeat, source: schedule, schedule: {cron: \"@every 1s\"}, "
                    "workflowId: wf-heartbeat}\n";
@@ -266,6 +269,7 @@ class ClusterTest : public ::testing::Test {
     std::string stalled_node_key_;
     bool with_schedule_ = false;
     bool with_webhooks_ = false;
+    bool with_hello_ = false;
     std::vector<std::unique_ptr<serve_process>> nodes_;
     std::vector<std::string> urls_;
     std::vector<std::string> key_files_; // per node; "host.key" (shared) past its end
@@ -303,6 +307,43 @@ TEST_F(ClusterTest, ANodeWithAnotherHostKeyRefusesToStartAndTheClusterServesOn) 
     jobs.emplace_back(fresh_webhook_id(), 0);
     send_all(jobs, urls_, 1, [](int) {});
     EXPECT_EQ(jobs[0].status, 202) << jobs[0].body;
+}
+
+// A connector subscription registered over the API on one node is served by the others (their
+// connector sync reads it from the store), and a DELETE on one node ends it on the others.
+TEST_F(ClusterTest, AConnectorSubscriptionRegisteredOnOneNodeIsServedByEveryNode) {
+    with_hello_ = true;
+    start_nodes(2);
+    http_call reg;
+    reg.method = "POST";
+    reg.url = urls_[0] + "/v1/trigger-subscriptions";
+    reg.headers = {{"authorization", "Bearer hk_cluster"}, {"content-type", "application/json"}};
+    reg.body = R"({"source":"webhook","workflowId":"wf-orders","verification":{"mode":"none"},)"
+               R"("connector":"hello-1"})";
+    auto created = perform(reg);
+    ASSERT_EQ(created.status, 201) << created.body;
+    const auto at = created.body.find("\"subscriptionId\":\"") + 18;
+    const std::string id = created.body.substr(at, created.body.find('"', at) - at);
+    auto post_to = [&](int node, const std::string& event_id) {
+        http_call c;
+        c.method = "POST";
+        c.url = urls_[static_cast<std::size_t>(node)] + "/v1/ingest/" + id;
+        c.headers = {{"content-type", "application/json"}, {"x-hello-id", event_id}};
+        c.body = R"({"n":1})";
+        return perform(c).status;
+    };
+    EXPECT_EQ(post_to(0, "evt-node0"), 202);
+    int n = 0;
+    EXPECT_TRUE(eventually([&] { return post_to(1, "evt-node1-" + std::to_string(n++)) == 202; }))
+        << node_logs();
+
+    http_call del = reg;
+    del.method = "DELETE";
+    del.url = urls_[1] + "/v1/trigger-subscriptions/" + id;
+    del.body.clear();
+    ASSERT_EQ(perform(del).status, 204);
+    EXPECT_TRUE(eventually([&] { return post_to(0, "evt-gone-" + std::to_string(n++)) == 404; }))
+        << node_logs();
 }
 
 TEST_F(ClusterTest, SigkilledNodeMidBurstLosesNothingAndItsLeasesMoveOn) {

@@ -23,6 +23,8 @@ class good_echo final : public wopbridge::connector {
         i.security_posture = "test module: verifies nothing, trusts every request";
         i.source = "webhook";
         i.config_schema_json = R"({"type":"object","properties":{"greeting":{"type":"string"}}})";
+        i.subscription_schema_json =
+            R"({"type":"object","properties":{"channel":{"type":"string","minLength":1}}})";
         i.capabilities = WB_CAP_HTTP_INGEST;
         return i;
     }

@@ -1161,6 +1161,10 @@ result<page<dead_letter>> bridge::list_dead_letters(const std::string& tenant, c
     return impl_->st->list_dead_letters(id, clamped, impl_->now());
 }
 
+result<std::vector<subscription>> bridge::all_subscriptions() {
+    return impl_->st->list_all_subscriptions();
+}
+
 result<subscription> bridge::find_subscription(const std::string& id) {
     return impl_->st->get_subscription(id);
 }

@@ -211,6 +211,8 @@ public:
 
     // Unauthenticated lookup for the ingest route (no tenant: the signature authenticates).
     result<subscription> find_subscription(const std::string& id);
+    // Every tenant's subscriptions (the connector sync: what the loaded connectors must serve).
+    result<std::vector<subscription>> all_subscriptions();
 
     // Intake. ingest_webhook verifies a Standard Webhooks request for a `source: webhook`
     // subscription and submits it. submit() is what connectors call after their own verification.

@@ -31,6 +31,16 @@ public:
                         ingest_reply_callback reply) = 0;
     // Trigger sources contributed by loaded connectors (for triggerBridge.sources), e.g. "email".
     virtual std::vector<std::string> sources() const = 0;
+
+    // Subscriptions registered over the API reach their connector like the config file's: the
+    // instance names loaded on this node, a committed subscription handed to its connector (a
+    // refusal says why, one line, naming the subscription), and one deleted taken back.
+    virtual std::vector<std::string> connector_names() const { return {}; }
+    virtual result<void> attach(const subscription& sub, std::string& why) {
+        why = "no connectors are loaded on this node";
+        return make_error_code(errc::not_found);
+    }
+    virtual void detach(const subscription& /*sub*/) {}
 };
 
 } // namespace wopbridge

@@ -12,6 +12,7 @@
 #include "http/server.hpp"
 #include "plugins/connector_host.hpp"
 #include "plugins/connector_metrics.hpp"
+#include "plugins/connector_sync.hpp"
 #include "plugins/submit_sink.hpp"
 #include "store/store.hpp"
 
@@ -56,40 +57,30 @@ bool print_config_errors(const config_load_result& loaded) {
     return !loaded.errors.empty();
 }
 
-// Applies the config file's subscriptions to the bridge and the connectors. Subscriptions served by
-// a connector are (re)subscribed; those gone from the file are unsubscribed.
-result<void> apply_subscriptions(const config& c, bridge& b, connector_host* host,
-                                 std::map<std::string, std::string>& connector_of) {
+// Applies the config file's subscriptions to the bridge, then brings every loaded connector in
+// line with the store (the file's subscriptions and those registered over the API). A connector
+// refusing one of the file's subscriptions is a configuration error; `why` names it.
+result<void> apply_subscriptions(const config& c, bridge& b, connector_sync* sync, std::string& why) {
     std::map<std::string, std::string> secrets;
     auto subs = make_subscriptions(c, secrets);
     if (auto r = b.apply_config_subscriptions(subs, secrets); !r) {
+        why = r.error().message();
         return r.error();
     }
-    std::map<std::string, std::string> now_served;
-    if (host != nullptr) {
-        for (const auto& s : subs) {
-            if (s.connector.empty()) {
-                continue;
-            }
-            auto stored = b.find_subscription(s.id);
-            if (!stored) {
-                return stored.error();
-            }
-            auto r = host->subscribe(*stored);
-            if (!r) {
-                log_line("error", "connector.subscribe_failed",
-                         {{"subscriptionId", s.id}, {"error", r.error().message}});
-                return make_error_code(errc::invalid_argument);
-            }
-            now_served[s.id] = s.connector;
-        }
-        for (const auto& [id, connector] : connector_of) {
-            if (!now_served.count(id)) {
-                (void)host->unsubscribe(connector, id);
-            }
+    if (sync == nullptr) {
+        return {};
+    }
+    auto refused = sync->reconcile();
+    if (!refused) {
+        why = "cannot read the stored subscriptions: " + refused.error().message();
+        return refused.error();
+    }
+    for (const auto& f : *refused) {
+        if (f.origin == subscription::origin_kind::config) {
+            why = f.reason;
+            return make_error_code(errc::invalid_argument);
         }
     }
-    connector_of = std::move(now_served);
     return {};
 }
 
@@ -195,10 +186,12 @@ int run_serve(const std::vector<std::string>& args) {
             [h = host.get()] { return connector_metrics_text(h->instances()); });
     }
 
-    std::map<std::string, std::string> connector_of;
-    if (auto r = apply_subscriptions(cfg, *b, host.get(), connector_of); !r) {
-        std::fprintf(stderr, "wopbridge serve: cannot apply subscriptions: %s\n",
-                     r.error().message().c_str());
+    std::unique_ptr<connector_sync> sync;
+    if (host) {
+        sync = std::make_unique<connector_sync>(*b, *host);
+    }
+    if (std::string why; !apply_subscriptions(cfg, *b, sync.get(), why)) {
+        std::fprintf(stderr, "wopbridge serve: cannot apply subscriptions: %s\n", why.c_str());
         return 2;
     }
     if (auto r = b->start(); !r) {
@@ -240,6 +233,10 @@ int run_serve(const std::vector<std::string>& args) {
         return 1;
     }
 
+    if (sync) {
+        // What other nodes register or delete reaches this node's connectors within this.
+        sync->start(std::chrono::seconds(2));
+    }
     const std::string pid_file = pid_file_for(cfg);
     {
         std::ofstream(pid_file) << ::getpid() << "\n";
@@ -278,10 +275,15 @@ int run_serve(const std::vector<std::string>& args) {
                 log_line("warn", "wopbridge.reload_refused", {{"reason", "config has errors"}});
                 continue;
             }
-            auto r = apply_subscriptions(*again.value, *b, host.get(), connector_of);
+            std::string why;
+            auto r = apply_subscriptions(*again.value, *b, sync.get(), why);
             api.set_subscription_rate_limits(subscription_rate_limits(*again.value));
+            boost::json::object fields{{"subscriptions", again.value->subscriptions.size()}};
+            if (!r) {
+                fields["error"] = why;
+            }
             log_line(r ? "info" : "warn", r ? "wopbridge.reloaded" : "wopbridge.reload_failed",
-                     {{"subscriptions", again.value->subscriptions.size()}});
+                     std::move(fields));
             continue;
         }
         log_line("info", "wopbridge.stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
@@ -291,6 +293,9 @@ int run_serve(const std::vector<std::string>& args) {
     // Drain in order: stop accepting and finish in-flight requests (their commits complete and their
     // responses are sent) -> stop the engine and scheduler -> stop connectors -> close the store.
     srv.stop(std::chrono::seconds(10));
+    if (sync) {
+        sync->stop();
+    }
     if (host) {
         host->stop_all();
     }

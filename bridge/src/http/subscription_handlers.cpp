@@ -5,6 +5,8 @@
 #include "http/api_helpers.hpp"
 #include "http/registration.hpp"
 
+#include <algorithm>
+
 #include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
 
@@ -56,6 +58,20 @@ void http_api::create_subscription(context& ctx) {
         return;
     }
     auto& req = std::get<registration_request>(parsed);
+    if (!req.connector.empty()) {
+        const auto names = router_ ? router_->connector_names() : std::vector<std::string>{};
+        if (std::find(names.begin(), names.end(), req.connector) == names.end()) {
+            std::string loaded;
+            for (const auto& n : names) {
+                loaded += (loaded.empty() ? "" : ", ") + n;
+            }
+            ctx.sink->send(validation_error(
+                "connector", "no connector instance '" + req.connector + "' is loaded (" +
+                                 (loaded.empty() ? std::string("none are") : "loaded: " + loaded) +
+                                 "); name one of the config file's connectors[].name"));
+            return;
+        }
+    }
     auto r = bridge_.register_subscription(req);
     if (!r) {
         if (r.error() == errc::invalid_argument) {
@@ -65,6 +81,16 @@ void http_api::create_subscription(context& ctx) {
         }
         reply_error(ctx, r.error());
         return;
+    }
+    if (!r->record.connector.empty()) {
+        // Served from this answer on; other nodes and restarts pick it up from the store
+        // (plugins/connector_sync). A refusal by the module undoes the registration.
+        std::string why;
+        if (auto attached = router_->attach(r->record, why); !attached) {
+            (void)bridge_.delete_subscription(ctx.who.tenant, r->record.id);
+            ctx.sink->send(validation_error("settings", "the connector refused the subscription: " + why));
+            return;
+        }
     }
     json::object binding;
     const auto& sub = r->record;
@@ -151,10 +177,14 @@ void http_api::patch_subscription(context& ctx) {
 }
 
 void http_api::delete_subscription(context& ctx) {
+    auto found = bridge_.get_subscription(ctx.who.tenant, ctx.param("subscriptionId"));
     auto r = bridge_.delete_subscription(ctx.who.tenant, ctx.param("subscriptionId"));
     if (!r) {
         reply_error(ctx, r.error());
         return;
+    }
+    if (found && router_) {
+        router_->detach(found->record);
     }
     ctx.sink->send(http_response::empty(204));
 }

@@ -1,4 +1,5 @@
 #include "plugins/connector_host.hpp"
+#include "plugins/settings_schemas.hpp"
 
 #include "core/blob_store.hpp"
 
@@ -51,6 +52,7 @@ struct sub_entry {
 struct instance {
     std::string name;
     loaded_module module;
+    settings_schemas schemas;
     std::string settings_json;
     host_context host_ctx;
     wb_connector* conn = nullptr;
@@ -987,12 +989,20 @@ module_result<void> connector_host::add_instance(const connector_instance_config
         return mod.error();
     }
     const std::string settings = config.settings_json.empty() ? "{}" : config.settings_json;
+    auto schemas = settings_schemas::compile(*mod);
+    if (!schemas) {
+        return schemas.error();
+    }
+    if (auto c = schemas->check_config(settings, config.name); !c) {
+        return c.error();
+    }
     if (auto v = mod->validate(settings); !v) {
         return v.error();
     }
     auto inst = std::make_shared<instance>();
     inst->name = config.name;
     inst->module = std::move(*mod);
+    inst->schemas = std::move(*schemas);
     inst->settings_json = settings;
     inst->host_ctx.owner = impl_.get();
     inst->host_ctx.inst = inst.get();
@@ -1060,6 +1070,9 @@ module_result<void> connector_host::subscribe(const subscription& sub) {
     }
     sub_entry entry{std::string(source_name(sub.source)), sub.workflow_id,
                     sub.connector_settings_json.empty() ? "{}" : sub.connector_settings_json};
+    if (auto c = inst->schemas.check_subscription(entry.settings_json, sub.id); !c) {
+        return c.error();
+    }
     return impl_->subscribe_locked(*inst, sub.id, entry);
 }
 
@@ -1266,6 +1279,30 @@ std::vector<std::string> connector_host::sources() const {
         out.insert(i->module.source);
     }
     return {out.begin(), out.end()};
+}
+
+std::vector<std::string> connector_host::connector_names() const {
+    std::vector<std::string> out;
+    std::shared_lock lk(impl_->inst_mu);
+    for (const auto& i : impl_->instances) {
+        out.push_back(i->name);
+    }
+    return out;
+}
+
+result<void> connector_host::attach(const subscription& sub, std::string& why) {
+    auto r = subscribe(sub);
+    if (!r) {
+        why = r.error().message;
+        return make_error_code(r.error().code);
+    }
+    return {};
+}
+
+void connector_host::detach(const subscription& sub) {
+    if (!sub.connector.empty()) {
+        (void)unsubscribe(sub.connector, sub.id);
+    }
 }
 
 std::vector<connector_instance_info> connector_host::instances() const {

@@ -116,6 +116,9 @@ class connector_host final : public ingest_router {
     void handle(const subscription& sub, const inbound_http_request& req,
                 ingest_reply_callback reply) override;
     std::vector<std::string> sources() const override;
+    std::vector<std::string> connector_names() const override;
+    result<void> attach(const subscription& sub, std::string& why) override;
+    void detach(const subscription& sub) override;
 
     std::vector<connector_instance_info> instances() const;
     std::optional<connector_stats> stats(const std::string& instance) const;

@@ -153,6 +153,24 @@ TEST_F(HttpApiTest, RegistrationValidationNamesTheField) {
     }
 }
 
+class fake_router final : public ingest_router {
+public:
+    bool serves(const subscription& sub) const override { return sub.connector == "mail"; }
+    void handle(const subscription&, const inbound_http_request& req,
+                ingest_reply_callback reply) override {
+        last_target = req.target;
+        reply(ingest_reply{200, {{"content-type", "text/plain"}}, "connector says hi"});
+    }
+    std::vector<std::string> sources() const override { return {"email", "carrier-pigeon"}; }
+    std::vector<std::string> connector_names() const override { return {"mail"}; }
+    result<void> attach(const subscription& sub, std::string&) override {
+        attached.push_back(sub.id);
+        return {};
+    }
+    std::string last_target;
+    std::vector<std::string> attached;
+};
+
 TEST_F(HttpApiTest, ScheduleAndConnectorExtensionsAreParsed) {
     auto s = call("POST", "/v1/trigger-subscriptions",
                   R"({"source":"schedule","workflowId":"w","schedule":{"cron":"@every 5m","timeZone":"Europe/Oslo"}})");
@@ -161,11 +179,18 @@ TEST_F(HttpApiTest, ScheduleAndConnectorExtensionsAreParsed) {
     EXPECT_EQ(bridge_.last_registration->schedule->time_zone, "Europe/Oslo");
     EXPECT_FALSE(s->json().at("binding").as_object().contains("signingSecret"));
 
-    s = call("POST", "/v1/trigger-subscriptions",
-             R"({"source":"email","workflowId":"w","connector":"mail","settings":{"to":"x"}})");
+    const std::string email = R"({"source":"email","workflowId":"w","connector":"mail","settings":{"to":"x"}})";
+    s = call("POST", "/v1/trigger-subscriptions", email);
+    expect_envelope(*s, 400, "validation_error"); // no connector instance is loaded
+    EXPECT_EQ(s->json().at("details").at("field").as_string(), "connector");
+
+    fake_router router;
+    make_api(&router);
+    s = call("POST", "/v1/trigger-subscriptions", email);
     ASSERT_EQ(s->response->status, 201);
     EXPECT_EQ(bridge_.last_registration->connector, "mail");
     EXPECT_EQ(bridge_.last_registration->connector_settings_json, R"({"to":"x"})");
+    EXPECT_EQ(router.attached.size(), 1u); // handed to the connector before the 201
 }
 
 TEST_F(HttpApiTest, PatchPausesAndRefusesOutOfTerminalState) {
@@ -283,17 +308,6 @@ TEST_F(HttpApiTest, CapabilitiesDeriveTheTriggerBridgeProfile) {
     EXPECT_FALSE(derives_trigger_bridge(doc));
 }
 
-class fake_router final : public ingest_router {
-public:
-    bool serves(const subscription& sub) const override { return sub.connector == "mail"; }
-    void handle(const subscription&, const inbound_http_request& req,
-                ingest_reply_callback reply) override {
-        last_target = req.target;
-        reply(ingest_reply{200, {{"content-type", "text/plain"}}, "connector says hi"});
-    }
-    std::vector<std::string> sources() const override { return {"email", "carrier-pigeon"}; }
-    std::string last_target;
-};
 
 TEST_F(HttpApiTest, ConnectorSourcesAreAdvertisedAndServeTheirIngest) {
     fake_router router;

@@ -162,6 +162,8 @@ public:
         r.record.tenant = req.tenant;
         r.record.source = req.source;
         r.record.workflow_id = req.workflow_id;
+        r.record.connector = req.connector;
+        r.record.connector_settings_json = req.connector_settings_json;
         r.record.secret_fingerprint = "fedcba9876543210";
         r.record.sealed_secret = "sealed";
         r.ingest_url = "http://127.0.0.1:8080/v1/ingest/sub_new";

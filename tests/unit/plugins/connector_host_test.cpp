@@ -349,6 +349,24 @@ TEST_F(ConnectorHostTest, ContainsAndCountsExceptionsFromTheModule) {
     EXPECT_TRUE(host_->remove_instance("thrower"));
 }
 
+// connector.h: settings are validated against the descriptor's schemas before the module sees them.
+TEST_F(ConnectorHostTest, SettingsOutsideTheModulesSchemasNeverReachTheModule) {
+    auto config = host_->add_instance({"echo", "good_echo", R"({"greeting":5})"});
+    ASSERT_FALSE(config);
+    EXPECT_THAT(config.error().message,
+                HasSubstr("settings of connector instance 'echo' do not match module good_echo's "
+                          "config schema: /greeting"));
+    EXPECT_THAT(out_.lifecycle(), ::testing::IsEmpty());
+    add_echo(R"({"greeting":"hi"})");
+    auto s = host_->subscribe(sub("sub-1", "echo", R"({"channel":7})"));
+    ASSERT_FALSE(s);
+    EXPECT_THAT(s.error().message, HasSubstr("settings of subscription sub-1 do not match module "
+                                             "good_echo's subscription schema: /channel"));
+    EXPECT_THAT(s.error().message, ::testing::Not(HasSubstr("7")));
+    EXPECT_THAT(out_.lifecycle(), ElementsAre("create", "start"));
+    EXPECT_TRUE(host_->subscribe(sub("sub-1", "echo", R"({"channel":"c"})")));
+}
+
 TEST_F(ConnectorHostTest, RefusesRejectedConfigAtEachStep) {
     auto validated = host_->add_instance({"echo", "good_echo", R"({"reject":true})"});
     ASSERT_FALSE(validated);

@@ -1,0 +1,79 @@
+#include "plugins/connector_sync.hpp"
+
+#include "core/log.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace wopbridge {
+
+connector_sync::connector_sync(bridge& b, connector_host& host) : bridge_(b), host_(host) {}
+
+connector_sync::~connector_sync() { stop(); }
+
+result<std::vector<connector_refusal>> connector_sync::reconcile() {
+    auto subs = bridge_.all_subscriptions();
+    if (!subs) {
+        return subs.error();
+    }
+    std::lock_guard pass(pass_mu_);
+    const auto names = host_.connector_names();
+    std::vector<connector_refusal> refused;
+    std::map<std::string, std::string> now_served;
+    for (const auto& s : *subs) {
+        if (s.connector.empty() ||
+            std::find(names.begin(), names.end(), s.connector) == names.end()) {
+            continue; // no such instance here: its ingest answers 503 until one is loaded
+        }
+        auto r = host_.subscribe(s);
+        if (!r) {
+            refused.push_back({s.id, s.origin, r.error().message});
+            if (logged_[s.id] != s.connector_settings_json) {
+                logged_[s.id] = s.connector_settings_json;
+                log_line("error", "connector.subscribe_failed",
+                         {{"subscriptionId", s.id},
+                          {"connector", s.connector},
+                          {"error", r.error().message}});
+            }
+            continue;
+        }
+        logged_.erase(s.id);
+        now_served[s.id] = s.connector;
+    }
+    for (const auto& [id, connector] : served_) {
+        if (!now_served.count(id)) {
+            (void)host_.unsubscribe(connector, id);
+        }
+    }
+    served_ = std::move(now_served);
+    return refused;
+}
+
+void connector_sync::start(std::chrono::milliseconds interval) {
+    std::lock_guard lock(mu_);
+    if (thread_.joinable()) {
+        return;
+    }
+    stopping_ = false;
+    thread_ = std::thread([this, interval] {
+        std::unique_lock lock(mu_);
+        while (!cv_.wait_for(lock, interval, [this] { return stopping_; })) {
+            lock.unlock();
+            (void)reconcile();
+            lock.lock();
+        }
+    });
+}
+
+void connector_sync::stop() {
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) {
+        thread_.join();
+    }
+}
+
+} // namespace wopbridge

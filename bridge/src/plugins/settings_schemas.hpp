@@ -1,0 +1,35 @@
+#pragma once
+// The JSON Schemas a module declares for its settings (descriptor config_schema_json and
+// subscription_schema_json), compiled once at load. The host checks settings against them before
+// the module sees them, as connector.h promises, so a module gets only settings of the shape it
+// declared and an operator gets the schema's reason (the path, never the value: it may be secret).
+
+#include "contract/json_schema.hpp"
+#include "plugins/module_loader.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace wopbridge {
+
+class settings_schemas {
+public:
+    // A declared schema that is not a usable JSON Schema refuses the module. An empty one checks
+    // nothing (the module's validate()/subscribe() still do).
+    static module_result<settings_schemas> compile(const loaded_module& m);
+
+    // "settings of connector instance 'x' do not match module m's config schema: /key: why".
+    module_result<void> check_config(std::string_view settings_json,
+                                     const std::string& instance) const;
+    module_result<void> check_subscription(std::string_view settings_json,
+                                           const std::string& subscription_id) const;
+
+private:
+    std::shared_ptr<const schema_registry> registry_;
+    std::string module_;
+    bool config_ = false;
+    bool subscription_ = false;
+};
+
+} // namespace wopbridge
