@@ -147,6 +147,53 @@ TEST_F(RefusedConfigsTest, TheDefaultHostKeyIsNamedAsTheDefault) {
                                    " cannot be created: " + dir_.file("var") + " is not a folder");
 }
 
+// A store that is there but cannot be trusted: check-config exits 2, serve 1 (nothing is served),
+// both with the same line.
+TEST_F(RefusedConfigsTest, AnEmptyDatabaseFileIsRefusedUntilServeInit) {
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    { std::ofstream(dir_.file("bridge.db"), std::ios::trunc); }
+    auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 30, {}, true);
+    EXPECT_EQ(checked.exit_code, 2) << checked.stdout_text;
+    const std::string line = first_line(checked.stdout_text);
+    EXPECT_THAT(line, HasSubstr(config + ": store: cannot open the sqlite store: " +
+                                dir_.file("bridge.db") + " is empty (0 bytes)"));
+    auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 30, {}, true);
+    EXPECT_EQ(served.exit_code, 1) << served.stdout_text;
+    EXPECT_EQ(first_line(served.stdout_text), line);
+
+    serve_process p;
+    p.extra_args = {"--init"};
+    ASSERT_TRUE(p.start(config, dir_.file("init.log"))) << p.error;
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait_exit(), 0);
+    EXPECT_EQ(run_program({WOPBRIDGE_PROGRAM, "check-config", config}).exit_code, 0);
+}
+
+TEST_F(RefusedConfigsTest, ADamagedDatabaseIsRefusedAndNotServed) {
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    serve_once(config);
+    {
+        // Flip bytes through the middle of the file (past the header page).
+        std::fstream f(dir_.file("bridge.db"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(0, std::ios::end);
+        const auto size = static_cast<long long>(f.tellg());
+        ASSERT_GT(size, 8192);
+        for (long long at = 4096 + 100; at < size; at += 997) {
+            f.seekp(at);
+            f.put('\xA5');
+        }
+    }
+    auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 30, {}, true);
+    EXPECT_EQ(checked.exit_code, 2) << checked.stdout_text;
+    const std::string line = first_line(checked.stdout_text);
+    EXPECT_THAT(line, HasSubstr(config + ": store: cannot open the sqlite store: "));
+    EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("is damaged (quick_check: "),
+                                       HasSubstr("malformed")));
+    auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 30, {}, true);
+    EXPECT_EQ(served.exit_code, 1) << served.stdout_text;
+    EXPECT_EQ(first_line(served.stdout_text), line);
+}
+
 TEST_F(RefusedConfigsTest, ASyntaxErrorIsRefusedTheSameWay) {
     auto config = write_config("hostKeyFile: host.key\nlogging: {levl: info}", sqlite_line);
     expect_both_refuse(config, ":7:11: logging: unknown key 'levl' (did you mean 'level'?)");

@@ -101,7 +101,10 @@ protected:
     }
 
     // The whole scenario; `fail` / `heal` switch the fault on and off under the running process.
-    void run_scenario(const std::function<bool()>& fail, const std::function<void()>& heal) {
+    // `logs_during_fault`: false when the fault also stops the log file from growing (a file-size
+    // limit applies to every file the process writes).
+    void run_scenario(const std::function<bool()>& fail, const std::function<void()>& heal,
+                      bool logs_during_fault) {
         ASSERT_TRUE(serve_.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log")))
             << serve_.error;
         std::set<std::string> accepted;
@@ -140,6 +143,15 @@ protected:
             ASSERT_TRUE(retry_after.has_value());
             EXPECT_GE(std::stoi(*retry_after), 1);
         }
+        // Not ready while the store cannot write, and said once in the log (no traffic needed).
+        http_call readyz;
+        readyz.url = serve_.url() + "/readyz";
+        EXPECT_EQ(perform(readyz).status, 503);
+        if (logs_during_fault) {
+            EXPECT_NE(
+                read_text_file(dir_.file("serve.log")).find("\"event\":\"store.unavailable\""),
+                std::string::npos);
+        }
         // The process is still up and reads still work.
         bool ok = false;
         EXPECT_EQ(read_all_deliveries(serve_.url(), api_key, "orders", ok).size(),
@@ -147,6 +159,11 @@ protected:
         EXPECT_TRUE(ok);
 
         heal();
+        // Readiness comes back by itself (its write probe commits again), before any ingest.
+        EXPECT_TRUE(eventually([&] { return perform(readyz).status == 200; },
+                               std::chrono::seconds(10)));
+        EXPECT_NE(read_text_file(dir_.file("serve.log")).find("\"event\":\"store.recovered\""),
+                  std::string::npos);
         // Recovery without a restart: the next ingest is accepted (bounded wait, fresh ids).
         bool recovered = eventually(
             [&] {
@@ -198,7 +215,8 @@ protected:
 
 TEST_F(StoreFaultsServeTest, OutOfSpaceAnswersUnavailableAndRecoversWithoutARestart) {
     run_scenario([&] { return set_file_size_limit(serve_.pid(), 0); },
-                 [&] { ASSERT_TRUE(set_file_size_limit(serve_.pid(), RLIM_INFINITY)); });
+                 [&] { ASSERT_TRUE(set_file_size_limit(serve_.pid(), RLIM_INFINITY)); },
+                 false);
 }
 
 TEST_F(StoreFaultsServeTest, ReadOnlyDatabaseAnswersUnavailableAndRecoversWithoutARestart) {
@@ -210,7 +228,8 @@ TEST_F(StoreFaultsServeTest, ReadOnlyDatabaseAnswersUnavailableAndRecoversWithou
         [&] {
             ASSERT_TRUE(set_immutable(dir_.file("bridge.db-wal"), false));
             ASSERT_TRUE(set_immutable(dir_.file("bridge.db"), false));
-        });
+        },
+        true);
 }
 
 } // namespace

@@ -72,6 +72,7 @@ public:
         return inner_->bind_host_key_check(check);
     }
     result<std::string> host_key_check() override { return inner_->host_key_check(); }
+    result<void> probe_write() override { return inner_->probe_write(); }
     result<run_event> end_run(const std::string& run_id, const std::string& type,
                               const std::string& payload, const std::string& event_id,
                               run_status status, millis at) override {

@@ -46,8 +46,13 @@ bool serve_process::start(const std::string& config_file, const std::string& log
         int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
         ::dup2(fd, 1);
         ::dup2(fd, 2);
-        ::execl(WOPBRIDGE_PROGRAM, WOPBRIDGE_PROGRAM, "serve", "--config", config_file.c_str(),
-                static_cast<char*>(nullptr));
+        std::vector<const char*> argv = {WOPBRIDGE_PROGRAM, "serve", "--config",
+                                         config_file.c_str()};
+        for (const auto& a : extra_args) {
+            argv.push_back(a.c_str());
+        }
+        argv.push_back(nullptr);
+        ::execv(WOPBRIDGE_PROGRAM, const_cast<char* const*>(argv.data()));
         ::_exit(127);
     }
     // The startup banner carries "port":N. Several starts may append to one log: take the last.

@@ -3,6 +3,7 @@
 // learn the bound port from the startup log line, send signals, wait for the exit status.
 
 #include <string>
+#include <vector>
 #include <sys/types.h>
 
 namespace wopbridge::testing {
@@ -21,6 +22,7 @@ public:
     // did not exit within the deadline (it is then killed).
     int wait_exit(int deadline_s = 30);
     std::string error;
+    std::vector<std::string> extra_args; // after `serve --config FILE`, e.g. {"--init"}
 
 private:
     pid_t pid_ = -1;

@@ -136,6 +136,9 @@ struct bridge::impl final : run_lifecycle_sink {
     synchronized_random random;
     result<secret_box> box;
     std::optional<error_info> key_refusal; // set once the key was checked against the store
+    // Set by a commit that failed on the store (full disk, read-only file, lost connection),
+    // cleared by the next that succeeds (or by /readyz's write probe): one log line each way.
+    std::atomic<bool> store_failing{false};
     bool key_bound = false;
     std::unique_ptr<delivery_engine> engine;
     std::unique_ptr<scheduler> sched;
@@ -306,6 +309,20 @@ struct bridge::impl final : run_lifecycle_sink {
         }
         for (auto& f : fire) {
             f();
+        }
+    }
+
+    // ---- store health -----------------------------------------------------------------------------
+
+    void note_store_failure(std::string_view operation, const boost::system::error_code& ec) {
+        if (!store_failing.exchange(true)) {
+            log_line("error", "store.unavailable",
+                     {{"operation", operation}, {"error", ec.message()}});
+        }
+    }
+    void note_store_recovered() {
+        if (store_failing.exchange(false)) {
+            log_line("info", "store.recovered", {});
         }
     }
 
@@ -557,6 +574,11 @@ struct bridge::impl final : run_lifecycle_sink {
         st->intake(std::move(req), [this, tenant = sub->tenant,
                                     done = std::move(done)](result<intake_outcome> out) {
             pending_intake.fetch_sub(1);
+            if (!out && out.error() != make_error_code(errc::invalid_argument)) {
+                note_store_failure("intake", out.error());
+            } else if (out && store_failing.load(std::memory_order_relaxed)) {
+                note_store_recovered();
+            }
             if (!out) {
                 done(status_only(out.error() == make_error_code(errc::invalid_argument)
                                      ? submit_status::invalid
@@ -1406,7 +1428,21 @@ result<void> bridge::seam_reset(const std::string& tenant) {
     return {};
 }
 
-result<void> bridge::ready() { return impl_->st->ping(); }
+result<void> bridge::ready() {
+    auto& m = *impl_;
+    if (auto r = m.st->ping(); !r) {
+        m.note_store_failure("ping", r.error());
+        return r;
+    }
+    if (m.store_failing.load()) {
+        // Not ready until a write commits again; the probe is what tells, without traffic.
+        if (auto w = m.st->probe_write(); !w) {
+            return w;
+        }
+        m.note_store_recovered();
+    }
+    return {};
+}
 
 result<replay_result> bridge::replay_dead_letter(const std::string& tenant,
                                                  const std::string& subscription_id,

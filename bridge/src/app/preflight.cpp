@@ -21,7 +21,8 @@ std::string store_display_name(const config& c) {
                                                                     : c.store.sqlite_path;
 }
 
-result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why) {
+result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why,
+                                                     bool init) {
     if (c.store.backend == store_config::backend_kind::postgres) {
         postgres_options po;
         po.url = c.store.postgres_url;
@@ -34,7 +35,15 @@ result<std::unique_ptr<store>> open_configured_store(const config& c, bool creat
     }
     sqlite_options so;
     so.path = c.store.sqlite_path;
+    so.init = init;
     return open_sqlite_store(so, why);
+}
+
+config_error store_open_error(const config& c, const error_info& why) {
+    const bool pg = c.store.backend == store_config::backend_kind::postgres;
+    return {c.file, 0, 0,
+            std::string("store: cannot open the ") + (pg ? "postgres" : "sqlite") +
+                " store: " + why.message};
 }
 
 std::optional<config_error> check_host_key_against_store(const config& c, store& st) {
@@ -76,12 +85,7 @@ std::vector<config_error> preflight_for_check(const std::string& path, std::opti
         error_info why;
         auto st = open_configured_store(c, false, why);
         if (!st) {
-            problems.push_back({c.file, 0, 0,
-                                "store: cannot open the " +
-                                    std::string(c.store.backend == store_config::backend_kind::postgres
-                                                    ? "postgres"
-                                                    : "sqlite") +
-                                    " store: " + why.message});
+            problems.push_back(store_open_error(c, why));
         } else if (auto wrong = check_host_key_against_store(c, **st)) {
             problems.push_back(std::move(*wrong));
         }

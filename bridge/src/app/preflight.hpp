@@ -16,8 +16,13 @@ namespace wopbridge {
 // "postgres" or the SQLite path: what logs may name (never the PostgreSQL URL).
 std::string store_display_name(const config& c);
 
-// Opens the configured store as serve does (creating the SQLite folder when `create`).
-result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why);
+// Opens the configured store as serve does (creating the SQLite folder when `create`). A damaged
+// SQLite file is refused; so is a 0-byte one unless `init` (serve --init).
+result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why,
+                                                     bool init = false);
+
+// "<file>: store: cannot open the <backend> store: <why>" (never the PostgreSQL URL).
+config_error store_open_error(const config& c, const error_info& why);
 
 // The host key file against the store: absent while the store was sealed with a key, or another
 // key than the store's. nullopt when they agree (or the store is bound to no key yet).

@@ -25,7 +25,7 @@ arg_parser::arg_parser(const std::vector<std::string>& args) {
             continue;
         }
         // Flags without values: --help, --json; everything else takes the next argument.
-        if (name == "help" || name == "json" || name == "all") {
+        if (name == "help" || name == "json" || name == "all" || name == "init") {
             options_.emplace_back(name, "");
             continue;
         }

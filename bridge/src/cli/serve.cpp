@@ -89,9 +89,10 @@ result<void> apply_subscriptions(const config& c, bridge& b, connector_sync* syn
 int run_serve(const std::vector<std::string>& args) {
     arg_parser p(args);
     if (p.flag("help")) {
-        std::puts("usage: wopbridge serve --config FILE [--module-path DIR]...\n"
+        std::puts("usage: wopbridge serve --config FILE [--module-path DIR]... [--init]\n"
                   "Runs the bridge. SIGTERM/SIGINT stop it gracefully; SIGHUP (or `wopbridge reload`)\n"
-                  "re-reads the subscriptions from FILE.");
+                  "re-reads the subscriptions from FILE. --init: take an empty (0-byte) SQLite file\n"
+                  "as a new store instead of refusing it.");
         return 0;
     }
     const std::string path = p.value("config");
@@ -139,11 +140,10 @@ int run_serve(const std::vector<std::string>& args) {
 
     error_info why;
     const std::string store_name = store_display_name(cfg);
-    auto st = open_configured_store(cfg, true, why);
+    auto st = open_configured_store(cfg, true, why, p.flag("init"));
     if (!st) {
-        // The reason never contains the PostgreSQL URL (it may hold a password).
-        std::fprintf(stderr, "wopbridge serve: cannot open the %s store: %s\n",
-                     store_name == "postgres" ? "postgres" : "sqlite", why.message.c_str());
+        // The same line as check-config's; the reason never contains the PostgreSQL URL.
+        std::fprintf(stderr, "%s\n", store_open_error(cfg, why).to_string().c_str());
         return 1;
     }
     if (auto wrong = check_host_key_against_store(cfg, **st)) {

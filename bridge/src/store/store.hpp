@@ -278,6 +278,9 @@ public:
 
     // Cheap liveness probe for /readyz.
     virtual result<void> ping() = 0;
+    // A small committed (fsynced) write, for /readyz after a failed commit: a full disk or a
+    // read-only file fails it, so readiness returns only once writes work again.
+    virtual result<void> probe_write() { return ping(); }
 
     // Counters since open (backends without counters report zeros).
     virtual store_stats stats() const { return {}; }
@@ -348,6 +351,11 @@ struct sqlite_options {
     // WAL size (pages) past which the checkpointer copies it back and restarts it; the WAL stays
     // near this size under sustained load and is truncated after a second without commits.
     int checkpoint_pages = 4096;
+    // A 0-byte file is a database that was lost (or a creation that never finished): refused as a
+    // new store unless `init` says so (`serve --init`).
+    bool init = false;
+    // PRAGMA quick_check before serving: a damaged file is refused, not served.
+    bool check_integrity = true;
 };
 
 // `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable

@@ -1088,6 +1088,18 @@ class postgres_store final : public store {
         });
     }
 
+    result<void> probe_write() override {
+        return write([&](connection& c) -> result<void> {
+            auto r = c.exec("INSERT INTO store_meta (name, value) VALUES ('write_probe', $1) "
+                            "ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                            {p(std::string(64, 'p'))});
+            if (!r) {
+                return r.error();
+            }
+            return {};
+        });
+    }
+
     result<std::string> host_key_check() override {
         return read([&](connection& c) -> result<std::string> {
             auto r = c.exec("SELECT value FROM store_meta WHERE name = 'host_key_check'", {});

@@ -23,6 +23,8 @@
 #include <utility>
 #include <variant>
 
+#include <sys/stat.h>
+
 // Propagates the error of a result-returning expression.
 #define WB_TRY(expr)                                                                               \
     do {                                                                                           \
@@ -1060,6 +1062,19 @@ class sqlite_store final : public store {
         });
     }
 
+    result<void> probe_write() override {
+        return write_transaction([&]() -> result<void> {
+            // Row written and removed: the pages still go through the WAL and its fsync.
+            auto put = writer_->prepare(
+                "INSERT OR REPLACE INTO store_meta (name, value) VALUES ('write_probe', ?1)");
+            put.bind(1, std::string(512, 'p'));
+            WB_TRY(put.run());
+            auto drop = writer_->prepare("DELETE FROM store_meta WHERE name = 'write_probe'");
+            WB_TRY(drop.run());
+            return {};
+        });
+    }
+
     result<std::string> host_key_check() override {
         return read_transaction([&]() -> result<std::string> {
             auto st = reader_->prepare("SELECT value FROM store_meta WHERE name = 'host_key_check'");
@@ -1732,9 +1747,36 @@ bool is_memory_database(const std::string& path) {
 
 } // namespace
 
+namespace {
+
+// "" when PRAGMA quick_check says ok; else its first finding (or why it could not run).
+std::string quick_check(sqlite::connection& c) {
+    auto st = c.prepare("PRAGMA quick_check(1)");
+    auto row = st.step();
+    if (!row) {
+        const std::string err = c.last_error();
+        return err.empty() ? "cannot be read" : err;
+    }
+    if (!*row) {
+        return "no answer";
+    }
+    std::string first = st.text(0);
+    return first == "ok" ? "" : first.substr(0, 200);
+}
+
+} // namespace
+
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why) {
     if (opts.path.empty() || is_memory_database(opts.path)) {
         why = {errc::invalid_argument, "an in-memory SQLite database is not durable; give a file"};
+        return errc::invalid_argument;
+    }
+    struct stat st{};
+    if (!opts.init && ::stat(opts.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+        why = {errc::invalid_argument,
+               opts.path + " is empty (0 bytes): the database that was here is gone, or its "
+                           "creation never finished. Restore it from a backup; to start a new, "
+                           "empty store in it, run serve once with --init"};
         return errc::invalid_argument;
     }
     std::string reason;
@@ -1742,6 +1784,15 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
     if (!writer) {
         why = {to_errc(writer.error()), reason};
         return writer.error();
+    }
+    if (opts.check_integrity) {
+        if (auto damage = quick_check(**writer); !damage.empty()) {
+            why = {errc::store_unavailable,
+                   opts.path + " is damaged (quick_check: " + damage +
+                       "). It is not served: restore it from a backup (or salvage rows with "
+                       "`sqlite3 " + opts.path + " .recover`)"};
+            return errc::store_unavailable;
+        }
     }
     if (auto r = sqlite::migrate(**writer, reason); !r) {
         why = {to_errc(r.error()), reason};

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <string>
@@ -187,6 +188,67 @@ TEST_F(SqliteStoreTest, FullDatabaseAnswersStoreUnavailableAndKeepsNothing) {
     auto again = (*roomy)->intake_sync(r);
     ASSERT_TRUE(again) << again.error().message();
     EXPECT_EQ(again->status, intake_status::accepted);
+}
+
+TEST_F(SqliteStoreTest, AZeroByteFileIsRefusedUnlessInit) {
+    { std::ofstream(path(), std::ios::trunc); }
+    error_info why;
+    auto refused = open_sqlite_store(sqlite_options{path()}, why);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), errc::invalid_argument);
+    EXPECT_NE(why.message.find("is empty (0 bytes)"), std::string::npos) << why.message;
+    EXPECT_NE(why.message.find("--init"), std::string::npos) << why.message;
+    sqlite_options init{path()};
+    init.init = true;
+    EXPECT_TRUE(open_sqlite_store(init));
+    EXPECT_TRUE(open_sqlite_store(sqlite_options{path()})); // a store now, not an empty file
+}
+
+TEST_F(SqliteStoreTest, ADamagedFileIsRefusedWithQuickChecksFinding) {
+    {
+        auto s = open_sqlite_store(sqlite_options{path()});
+        ASSERT_TRUE(s);
+        subscription sub;
+        sub.id = "sub_a";
+        sub.workflow_id = "wf";
+        ASSERT_TRUE((*s)->insert_subscription(sub));
+        for (int i = 0; i < 50; ++i) {
+            intake_request r;
+            r.subscription_id = "sub_a";
+            r.dedup_key = "k" + std::to_string(i);
+            r.delivery_id = "dlv_" + std::to_string(i);
+            r.run_id = "run_" + std::to_string(i);
+            r.content_json = std::string(2000, 'c');
+            r.dedup_expires_at = 1000;
+            ASSERT_TRUE((*s)->intake_sync(r));
+        }
+    }
+    // Everything into the main file, then zero the root page of the deliveries table.
+    long long root = 0;
+    long long page_size = 0;
+    {
+        auto c = raw();
+        ASSERT_TRUE(c->exec("PRAGMA wal_checkpoint(TRUNCATE)"));
+        auto rp = c->prepare("SELECT rootpage FROM sqlite_master WHERE name = 'deliveries'");
+        ASSERT_TRUE(rp.step().value());
+        root = rp.int64(0);
+        auto ps = c->prepare("PRAGMA page_size");
+        ASSERT_TRUE(ps.step().value());
+        page_size = ps.int64(0);
+    }
+    ASSERT_GT(root, 1);
+    {
+        std::fstream f(path(), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp((root - 1) * page_size);
+        const std::string zeros(static_cast<std::size_t>(page_size), '\0');
+        f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    }
+    error_info why;
+    auto refused = open_sqlite_store(sqlite_options{path()}, why);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), errc::store_unavailable);
+    EXPECT_NE(why.message.find("is damaged (quick_check: "), std::string::npos) << why.message;
+    EXPECT_NE(why.message.find("restore it from a backup"), std::string::npos) << why.message;
 }
 
 TEST_F(SqliteStoreTest, GroupCommitHonoursMaxBatch) {
