@@ -242,6 +242,7 @@ struct submit_batch {
     std::condition_variable cv;
     std::size_t pending = 0;
     bool all_committed = true;
+    bool content_refused = false; // the host refused the content: permanent, not a retry
 };
 
 class email_connector final : public connector {
@@ -436,6 +437,16 @@ class email_connector final : public connector {
             }
             content.attachments.push_back(std::move(*ref));
         }
+        if (msg->unconverted_charset || !email_content_is_utf8(content)) {
+            // Raw 8-bit bytes or an unknown charset lost bytes to U+FFFD: keep the exact message.
+            auto ref = store(env.data, original_message_filename, original_message_media_type);
+            if (!ref) {
+                host_.log(log_level::warn,
+                          R"({"event":"smtp.deferred","reason":"attachment_store_failed"})");
+                return smtp_session::commit_result::temporary_failure;
+            }
+            content.attachments.push_back(std::move(*ref));
+        }
         inbound_event ev;
         ev.content_json = email_content_json(content);
         ev.provider_event_id = email_event_id(msg->message_id, env.data);
@@ -460,12 +471,16 @@ class email_connector final : public connector {
                 std::lock_guard lock(batch->mu);
                 --batch->pending;
                 batch->all_committed = false;
+                batch->content_refused = batch->content_refused || st == status::invalid;
             }
         }
         std::unique_lock lock(batch->mu);
         batch->cv.wait(lock, [&] { return batch->pending == 0; });
-        return batch->all_committed ? smtp_session::commit_result::committed
-                                    : smtp_session::commit_result::temporary_failure;
+        if (batch->all_committed) {
+            return smtp_session::commit_result::committed;
+        }
+        return batch->content_refused ? smtp_session::commit_result::rejected
+                                      : smtp_session::commit_result::temporary_failure;
     }
 
     static void send_json(request_handle& req, int status_code, const std::string& body,
@@ -620,6 +635,16 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
         hash_material += '\n' + sig::to_hex(sig::sha256(f.bytes));
         content.attachments.push_back(std::move(*ref));
     }
+    if (!email_content_is_utf8(content)) {
+        // The provider's post is the only exact copy of those bytes: keep it as the original.
+        auto ref = store(r.body, original_request_filename, ct.value);
+        if (!ref) {
+            replay_.release(mail->token);
+            send_error(req, 503, "store_unavailable", "could not store an attachment", 5);
+            return;
+        }
+        content.attachments.push_back(std::move(*ref));
+    }
     inbound_event ev;
     ev.subscription_id = std::string(r.subscription_id);
     ev.provider_event_id = email_event_id(mail->message_id, hash_material);
@@ -639,6 +664,12 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
     if (st != status::ok) {
         replay_.release(token);
         release();
+            if (st == status::invalid) {
+            // The host refused the content itself: a retry would be refused again.
+            send_error(*shared_req, 400, "validation_error",
+                       "the bridge refused the message content as malformed");
+            return;
+        }
         send_error(*shared_req, 503, "overloaded", "the bridge cannot take the message now", 5);
     }
 }

@@ -1,34 +1,53 @@
 #include "email_event.hpp"
 
+#include <wopbridge/json_util.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
 
 namespace wopbridge::email {
 
+namespace {
+boost::json::string text(std::string_view s) {
+    return boost::json::string(json::lossy_utf8(s));
+}
+} // namespace
+
+bool email_content_is_utf8(const email_content& c) {
+    bool ok = json::valid_utf8(c.from) && json::valid_utf8(c.subject) && json::valid_utf8(c.text) &&
+              (!c.html || json::valid_utf8(*c.html));
+    for (const auto& t : c.to) {
+        ok = ok && json::valid_utf8(t);
+    }
+    for (const auto& a : c.attachments) {
+        ok = ok && json::valid_utf8(a.filename) && json::valid_utf8(a.media_type);
+    }
+    return ok;
+}
+
 std::string email_content_json(const email_content& c) {
     boost::json::array to;
     for (const auto& t : c.to) {
-        to.emplace_back(boost::json::string(t));
+        to.emplace_back(text(t));
     }
     boost::json::array atts;
     for (const auto& a : c.attachments) {
         boost::json::object o{{"ref", a.ref}, {"bytes", a.bytes}};
         if (!a.filename.empty()) {
-            o["filename"] = a.filename;
+            o["filename"] = text(a.filename);
         }
         if (!a.media_type.empty()) {
-            o["mediaType"] = a.media_type;
+            o["mediaType"] = text(a.media_type);
         }
         atts.emplace_back(std::move(o));
     }
-    boost::json::object email{{"from", c.from},
+    boost::json::object email{{"from", text(c.from)},
                               {"to", std::move(to)},
-                              {"subject", c.subject},
-                              {"text", c.text},
+                              {"subject", text(c.subject)},
+                              {"text", text(c.text)},
                               {"attachments", std::move(atts)}};
     if (c.html) {
-        email["html"] = *c.html;
+        email["html"] = text(*c.html);
     }
     return boost::json::serialize(boost::json::object{{"email", std::move(email)}});
 }

@@ -400,7 +400,11 @@ std::string to_utf8(std::string_view bytes, std::string_view charset, bool* conv
     }
     if (cs.empty() || cs == "utf-8" || cs == "utf8" || cs == "us-ascii" || cs == "ascii" ||
         cs == "ansi_x3.4-1968") {
-        return sanitize_utf8(bytes);
+        auto out = sanitize_utf8(bytes);
+        if (converted != nullptr && out != bytes) {
+            *converted = false; // bytes became U+FFFD: the caller keeps the original
+        }
+        return out;
     }
     if (cs == "iso-8859-1" || cs == "iso8859-1" || cs == "iso_8859-1" || cs == "latin1" ||
         cs == "latin-1" || cs == "l1" || cs == "windows-1252" || cs == "cp1252" ||

@@ -1,6 +1,7 @@
 #include "form_logic.hpp"
 
 #include <wopbridge/http_util.hpp>
+#include <wopbridge/json_bytes.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -230,16 +231,20 @@ std::string form_content_json(const param_list& fields, const std::vector<stored
         boost::json::object ref;
         ref["ref"] = f.ref;
         if (!f.filename.empty()) {
-            ref["filename"] = f.filename;
+            // AttachmentRef is closed and its filename a string: a name that is not UTF-8 is carried
+        // with U+FFFD for the bad bytes (the file's own bytes are intact in the blob).
+        ref["filename"] = wopbridge::json::lossy_utf8(f.filename);
         }
         if (!f.media_type.empty()) {
-            ref["mediaType"] = f.media_type;
+            ref["mediaType"] = wopbridge::json::lossy_utf8(f.media_type);
         }
         ref["bytes"] = f.bytes;
         file_arr.emplace_back(std::move(ref));
     }
+    boost::json::value fields_value = std::move(field_obj);
+    wopbridge::json::carry_invalid_utf8(fields_value); // a raw \xff or %FF is taken, not refused
     boost::json::object form;
-    form["fields"] = std::move(field_obj);
+    form["fields"] = std::move(fields_value);
     form["files"] = std::move(file_arr);
     boost::json::object root;
     root["form"] = std::move(form);

@@ -548,6 +548,12 @@ class forms_connector final : public connector {
         });
         if (st != status::ok) {
             release();
+            if (st == status::invalid) {
+                // The host refused the content itself: a resubmission would be refused again.
+                finish_error(*shape, 400, "validation_error",
+                             "the bridge refused the submission content as malformed");
+                return;
+            }
             finish_error(*shape, 503, "overloaded", "the bridge cannot take the submission now", 5);
         }
     }

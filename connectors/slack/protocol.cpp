@@ -1,6 +1,7 @@
 #include "slack/protocol.hpp"
 
 #include <wopbridge/http_util.hpp>
+#include <wopbridge/json_bytes.hpp>
 
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
@@ -214,13 +215,14 @@ std::string content_json(const slack_request& r,
         if (std::find(std::begin(forwarded_headers), std::end(forwarded_headers), name) !=
                 std::end(forwarded_headers) &&
             !hdrs.contains(name)) {
-            hdrs[name] = value;
+            hdrs[name] = json::lossy_utf8(value);
         }
     }
     boost::json::object webhook;
     webhook["method"] = "POST";
     webhook["headers"] = std::move(hdrs);
     webhook["body"] = r.body;
+    json::carry_invalid_utf8(webhook["body"]); // a `text=%FF` is taken, not refused
     boost::json::object content;
     content["webhook"] = std::move(webhook);
     return boost::json::serialize(content);

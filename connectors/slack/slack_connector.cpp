@@ -185,6 +185,12 @@ void slack_connector::handle(request_handle& req, const http_request_view& r,
     if (st != status::ok) {
         host_.log(log_level::warn,
                   "slack: the host did not take the event for subscription " + sub_id);
+        if (st == status::invalid) {
+            // The host refused the content itself: Slack must not retry it.
+            respond_error(*pending, 400, "validation_error",
+                          "the bridge refused the event content as malformed", 0);
+            return;
+        }
         respond_error(*pending, 503, "unavailable", "the bridge cannot take the event now", 1);
     }
 }

@@ -1,6 +1,7 @@
 #include "sms/protocol.hpp"
 
 #include <wopbridge/http_util.hpp>
+#include <wopbridge/json_bytes.hpp>
 
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
@@ -176,12 +177,13 @@ std::string twiml_response(const std::optional<std::string>& message) {
 std::string content_json(const sms_request& r, std::string_view content_type) {
     boost::json::object headers;
     if (!content_type.empty()) {
-        headers["content-type"] = content_type;
+        headers["content-type"] = json::lossy_utf8(content_type);
     }
     boost::json::object webhook;
     webhook["method"] = "POST";
     webhook["headers"] = std::move(headers);
     webhook["body"] = r.body;
+    json::carry_invalid_utf8(webhook["body"]); // a `Body=%FF` is taken, not refused
     boost::json::object content;
     content["webhook"] = std::move(webhook);
     return boost::json::serialize(content);

@@ -336,6 +336,33 @@ std::string quote(std::string_view text) {
     return out;
 }
 
+bool valid_utf8(std::string_view text) noexcept {
+    for (std::size_t i = 0; i < text.size();) {
+        const auto n = utf8_len(text, i);
+        if (n == 0) {
+            return false;
+        }
+        i += n;
+    }
+    return true;
+}
+
+std::string lossy_utf8(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size();) {
+        const auto n = utf8_len(text, i);
+        if (n == 0) {
+            out += "\xEF\xBF\xBD"; // U+FFFD
+            ++i;
+        } else {
+            out.append(text.substr(i, n));
+            i += n;
+        }
+    }
+    return out;
+}
+
 std::optional<flat_object> parse_flat_object(std::string_view text, std::string* error) {
     std::string local;
     auto out = reader(text).object(error != nullptr ? *error : local);

@@ -1,5 +1,6 @@
 #include "intake/webhook_intake.hpp"
 
+#include <wopbridge/json_bytes.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -78,7 +79,7 @@ std::string webhook_content_json(const inbound_http_request& req) {
     json::object headers;
     for (const auto& [k, v] : req.headers) {
         if (header_allowed(k) && !headers.contains(k)) {
-            headers[k] = v;
+            headers[k] = wopbridge::json::lossy_utf8(v);
         }
     }
     json::value body = json::string(req.body);
@@ -101,6 +102,8 @@ std::string webhook_content_json(const inbound_http_request& req) {
     json::object webhook;
     webhook["method"] = req.method;
     webhook["headers"] = std::move(headers);
+    // A body that is not UTF-8 (never valid JSON) is carried as base64, not refused.
+    wopbridge::json::carry_invalid_utf8(body);
     webhook["body"] = std::move(body);
     json::object out;
     out["webhook"] = std::move(webhook);

@@ -14,6 +14,13 @@ namespace wopbridge::json {
 // become U+FFFD so the result is always valid JSON.
 std::string quote(std::string_view text);
 
+// True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool valid_utf8(std::string_view text) noexcept;
+
+// `text` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD, for
+// fields whose schema requires a string (the exact bytes are then carried elsewhere).
+std::string lossy_utf8(std::string_view text);
+
 struct flat_value {
     enum class kind { string, number, boolean, null } type = kind::null;
     std::string text; // decoded string, or the number/true/false literal as written
