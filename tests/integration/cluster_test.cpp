@@ -541,6 +541,7 @@ TEST_F(ClusterTest, ScheduleTicksFireOnceAcrossNodesAndStateChangesReachEveryNod
     for (const auto& url : urls_) {
         http_call m;
         m.url = url + "/metrics";
+        m.headers = {{"authorization", "Bearer hk_cluster"}};
         duplicates += metric_value(perform(m).body, "wopbridge_ingests_total{subscription="
                                                     "\"heartbeat\",outcome=\"duplicate\"}");
     }

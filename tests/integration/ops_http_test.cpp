@@ -16,6 +16,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
+#include <set>
+#include <sstream>
 #include <thread>
 
 namespace wopbridge {
@@ -52,7 +55,8 @@ protected:
         port_ = http::make_bridge_port(*bridge_);
         http::api_options ao;
         ao.keys = {{"hk_acme", "acme", {"webhooks:manage", "runs:read"}},
-                   {"hk_globex", "globex", {"webhooks:manage", "runs:read"}}};
+                   {"hk_globex", "globex", {"webhooks:manage", "runs:read"}},
+                   {"hk_reader", "acme", {"runs:read"}}};
         api_ = std::make_unique<http::http_api>(ao, *port_, nullptr, server_->scheduler());
         ASSERT_TRUE(server_->start(*api_).has_value());
         base_ = "http://127.0.0.1:" + std::to_string(server_->port());
@@ -190,16 +194,74 @@ TEST_F(OpsHttpTest, ReplayOneAndBulkAndJobStatus) {
     }));
 }
 
-TEST_F(OpsHttpTest, MetricsAreServedWithoutCredentials) {
-    auto r = register_webhook("wf");
-    ASSERT_EQ(ingest(r).status, 202);
+// Every sample line is `name{labels} value` or `name value`, each family announced by HELP/TYPE.
+void expect_prometheus_text(const std::string& text) {
+    std::istringstream lines(text);
+    std::string line;
+    std::set<std::string> typed;
+    while (std::getline(lines, line)) {
+        if (line.rfind("# TYPE ", 0) == 0) {
+            typed.insert(line.substr(7, line.find(' ', 7) - 7));
+            continue;
+        }
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        const auto name_end = line.find_first_of("{ ");
+        ASSERT_NE(name_end, std::string::npos) << line;
+        std::string name = line.substr(0, name_end);
+        for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+            if (!typed.contains(name) && name.ends_with(suffix)) {
+                name.resize(name.size() - std::strlen(suffix));
+            }
+        }
+        EXPECT_TRUE(typed.contains(name)) << "sample before its TYPE: " << line;
+        const auto value_at = line.rfind(' ');
+        EXPECT_TRUE(line[name_end] == ' ' || line[value_at - 1] == '}') << line;
+        std::size_t used = 0;
+        const std::string value = line.substr(value_at + 1);
+        if (value != "+Inf" && value != "-Inf" && value != "NaN") {
+            EXPECT_NO_THROW((void)std::stod(value, &used)) << line;
+            EXPECT_EQ(used, value.size()) << line;
+        }
+    }
+}
+
+TEST_F(OpsHttpTest, MetricsWithoutCredentialsNameNoSubscription) {
+    auto a = register_webhook("wf");
+    ASSERT_EQ(ingest(a).status, 202);
     auto m = call("GET", "/metrics", "", "");
     ASSERT_EQ(m.status, 200);
     EXPECT_EQ(m.header("content-type").value_or("").rfind("text/plain", 0), 0u);
-    EXPECT_NE(m.body.find("wopbridge_ingests_total{subscription=\"" + r.id + "\",outcome=\"accepted\"} 1"),
+    // Aggregate only: the outcome counter without the subscription label, no id anywhere.
+    EXPECT_NE(m.body.find("wopbridge_ingests_total{outcome=\"accepted\"} 1"), std::string::npos)
+        << m.body;
+    EXPECT_EQ(m.body.find("subscription=\""), std::string::npos) << m.body;
+    EXPECT_EQ(m.body.find(a.id), std::string::npos) << m.body;
+    EXPECT_NE(m.body.find("# TYPE wopbridge_subscriptions gauge"), std::string::npos);
+    expect_prometheus_text(m.body);
+}
+
+TEST_F(OpsHttpTest, MetricsPerSubscriptionNeedAKeyAndShowOnlyItsTenant) {
+    auto mine = register_webhook("wf");
+    ASSERT_EQ(ingest(mine).status, 202);
+    auto r = call("POST", "/v1/trigger-subscriptions", R"({"source":"webhook","workflowId":"wf"})",
+                  "hk_globex");
+    ASSERT_EQ(r.status, 201) << r.body;
+    const std::string theirs(
+        json::parse(r.body).at("subscription").at("subscriptionId").as_string());
+
+    auto m = call("GET", "/metrics"); // hk_acme: webhooks:manage
+    ASSERT_EQ(m.status, 200) << m.body;
+    EXPECT_NE(m.body.find("wopbridge_ingests_total{subscription=\"" + mine.id +
+                          "\",outcome=\"accepted\"} 1"),
               std::string::npos)
         << m.body;
-    EXPECT_NE(m.body.find("# TYPE wopbridge_subscriptions gauge"), std::string::npos);
+    EXPECT_EQ(m.body.find(theirs), std::string::npos) << m.body; // another tenant's id
+    expect_prometheus_text(m.body);
+
+    EXPECT_EQ(call("GET", "/metrics", "", "hk_unknown").status, 401);
+    EXPECT_EQ(call("GET", "/metrics", "", "hk_reader").status, 403); // runs:read only
 }
 
 } // namespace

@@ -59,6 +59,7 @@ long serve_probe::ingest_count(const std::string& subscription_id,
                                const std::string& outcome) const {
     http_call c;
     c.url = base_url_ + "/metrics";
+    c.headers = {{"authorization", "Bearer " + api_key_}}; // per-subscription series need a key
     auto r = perform(c);
     std::istringstream lines(r.body);
     std::string line;

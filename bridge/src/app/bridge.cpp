@@ -1529,13 +1529,27 @@ result<int> bridge::purge_expired() {
 }
 
 std::string bridge::metrics_text() {
+    return metrics_text_for(nullptr);
+}
+
+std::string bridge::metrics_text(const std::optional<std::string>& tenant) {
+    return metrics_text_for(&tenant);
+}
+
+// scoped: nullptr = every series; nullopt = none naming a subscription; a tenant = its own.
+std::string bridge::metrics_text_for(const std::optional<std::string>* scoped) {
     auto& m = *impl_;
+    const std::string* tenant = scoped != nullptr && scoped->has_value() ? &**scoped : nullptr;
+    std::set<std::string, std::less<>> own; // the scraping tenant's subscription ids
     // Snapshots computed at scrape time.
     if (auto subs = m.st->list_all_subscriptions()) {
         std::map<std::string, int> by_state{{"active", 0}, {"paused", 0}, {"failed", 0},
                                             {"dead-lettered", 0}};
         for (const auto& sub : *subs) {
             ++by_state[std::string(to_string(sub.state))];
+            if (tenant != nullptr && sub.tenant == *tenant) {
+                own.insert(sub.id);
+            }
         }
         m.metrics.clear("wopbridge_subscriptions");
         for (const auto& [state, n] : by_state) {
@@ -1569,7 +1583,9 @@ std::string bridge::metrics_text() {
         m.metrics.set("wopbridge_deliveries_pending", {}, static_cast<double>(total.pending));
         m.metrics.set("wopbridge_deliveries_held", {}, static_cast<double>(total.held));
     }
-    std::string text = m.metrics.exposition();
+    std::string text = scoped == nullptr  ? m.metrics.exposition()
+                       : scoped->has_value() ? m.metrics.exposition_for(own)
+                                             : m.metrics.exposition_without_subscriptions();
     auto st = m.st->stats();
     text += "# HELP wopbridge_store_commits_total Write transactions committed by the store.\n"
             "# TYPE wopbridge_store_commits_total counter\n"

@@ -254,8 +254,11 @@ public:
     // Housekeeping: drops expired dedup rows and dead letters now (also done periodically by start()).
     result<int> purge_expired();
 
-    // Prometheus text exposition of the bridge's metrics.
+    // Prometheus text exposition of the bridge's metrics: every series.
     std::string metrics_text();
+    // For a scrape: with no tenant, no series names a subscription (ids are ingest URLs; those
+    // families are summed over the label); with one, only that tenant's subscriptions' series.
+    std::string metrics_text(const std::optional<std::string>& tenant);
 
     // Deterministic driving (tests, with a fake clock): claims and completes every delivery due at
     // `now` in the calling thread. Returns the attempts recorded.
@@ -285,6 +288,8 @@ public:
     struct impl;
 
 private:
+    std::string metrics_text_for(const std::optional<std::string>* scoped);
+
     std::unique_ptr<impl> impl_;
 };
 

@@ -96,6 +96,9 @@ metrics_registry::series* metrics_registry::find(std::string_view name, const me
         return nullptr;
     }
     auto& s = it->second.samples[key];
+    if (s.labels.empty()) {
+        s.labels = labels;
+    }
     if (kind == metric_kind::histogram && s.bucket_counts.size() != it->second.buckets.size()) {
         s.bucket_counts.assign(it->second.buckets.size(), 0);
     }
@@ -160,12 +163,56 @@ double metrics_registry::value(std::string_view name, const metric_labels& label
 }
 
 std::string metrics_registry::exposition() const {
+    return text(view::all, nullptr);
+}
+
+std::string metrics_registry::exposition_without_subscriptions() const {
+    return text(view::aggregated, nullptr);
+}
+
+std::string metrics_registry::exposition_for(const std::set<std::string, std::less<>>& only) const {
+    return text(view::only, &only);
+}
+
+std::string metrics_registry::text(view v, const std::set<std::string, std::less<>>* only) const {
     std::lock_guard lock(mutex_);
     std::string out;
     for (const auto& [name, f] : families_) {
         out += "# HELP " + name + " " + f.help + "\n";
         out += "# TYPE " + name + " " + std::string(kind_name(f.kind)) + "\n";
-        for (const auto& [labels, s] : f.samples) {
+        const bool by_subscription = std::find(f.label_names.begin(), f.label_names.end(),
+                                               "subscription") != f.label_names.end();
+        std::map<std::string, series> folded;
+        const std::map<std::string, series>* samples = &f.samples;
+        if (by_subscription && v != view::all) {
+            for (const auto& [key, s] : f.samples) {
+                const auto sub = std::find_if(s.labels.begin(), s.labels.end(),
+                                              [](const auto& p) { return p.first == "subscription"; });
+                if (v == view::only) {
+                    if (sub != s.labels.end() && only->contains(sub->second)) {
+                        folded.emplace(key, s);
+                    }
+                    continue;
+                }
+                metric_labels rest;
+                for (const auto& p : s.labels) {
+                    if (p.first != "subscription") {
+                        rest.push_back(p);
+                    }
+                }
+                std::string rest_key;
+                render(f, rest, rest_key);
+                auto& sum = folded[rest_key];
+                sum.value += s.value;
+                sum.count += s.count;
+                sum.bucket_counts.resize(s.bucket_counts.size(), 0);
+                for (std::size_t i = 0; i < s.bucket_counts.size(); ++i) {
+                    sum.bucket_counts[i] += s.bucket_counts[i];
+                }
+            }
+            samples = &folded;
+        }
+        for (const auto& [labels, s] : *samples) {
             if (f.kind != metric_kind::histogram) {
                 out += name + labels + " " + number(s.value) + "\n";
                 continue;

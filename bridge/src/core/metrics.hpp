@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,11 @@ public:
     void clear(std::string_view name);
 
     std::string exposition() const;
+    // Subscription ids are ingest URLs, so a scrape that may not see them gets every family with
+    // a `subscription` label summed over that label (one series per remaining label set); with
+    // `only`, just the series of those subscriptions (a tenant's own) are kept instead.
+    std::string exposition_without_subscriptions() const;
+    std::string exposition_for(const std::set<std::string, std::less<>>& only) const;
 
     // Tests: the value of a counter or gauge sample (0 when absent), or a histogram's count.
     double value(std::string_view name, const metric_labels& labels = {}) const;
@@ -38,6 +44,7 @@ private:
         double value = 0;               // counter / gauge; histogram: sum
         std::vector<double> bucket_counts; // histogram: per bucket (non-cumulative)
         double count = 0;               // histogram
+        metric_labels labels;           // as given, for re-rendering without one label
     };
     struct family {
         metric_kind kind = metric_kind::counter;
@@ -50,6 +57,8 @@ private:
     // The rendered `{a="x",b="y"}` for `labels` in declared order; false when a label is not declared.
     static bool render(const family& f, const metric_labels& labels, std::string& out);
     series* find(std::string_view name, const metric_labels& labels, metric_kind kind);
+    enum class view { all, aggregated, only };
+    std::string text(view v, const std::set<std::string, std::less<>>* only) const;
 
     mutable std::mutex mutex_;
     std::map<std::string, family, std::less<>> families_;

@@ -158,6 +158,23 @@ void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
             return;
         }
     }
+    if (m.matched->id == route_id::metrics && ctx->req.header("authorization")) {
+        // Optional key: without one the scrape is aggregate only; a key must be valid and carry
+        // webhooks:manage to see its tenant's per-subscription series (ids are ingest URLs).
+        auto who = auth_.authenticate(ctx->req.header("authorization"));
+        if (!who) {
+            ctx->sink->send(error_response(401, "unauthenticated", "a valid API key is required"));
+            return;
+        }
+        if (!who->has_scope(scope_webhooks_manage)) {
+            json::object details;
+            details["requiredScope"] = scope_webhooks_manage;
+            ctx->sink->send(error_response(403, "forbidden", "the API key lacks a required scope",
+                                           std::move(details)));
+            return;
+        }
+        ctx->who = std::move(*who);
+    }
     if (m.matched->ingest_body && rate_limited_by_address(*ctx)) {
         return; // before any store work: a flood from one address costs a map lookup
     }

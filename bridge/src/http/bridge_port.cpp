@@ -78,7 +78,9 @@ public:
                                              const std::string& job_id) override {
         return b_.get_replay_job(tenant, job_id);
     }
-    std::string metrics_text() override { return b_.metrics_text(); }
+    std::string metrics_text(const std::optional<std::string>& tenant) override {
+        return b_.metrics_text(tenant);
+    }
     outbound::webhook_dispatcher* webhooks() override { return b_.webhooks(); }
     result<std::vector<subscription_overview>> overview(const std::string& tenant) override {
         return b_.overview(tenant);

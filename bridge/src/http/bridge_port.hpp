@@ -5,6 +5,7 @@
 #include "app/bridge.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace wopbridge::http {
 
@@ -67,7 +68,8 @@ public:
                                                      const std::string& /*job_id*/) {
         return make_error_code(errc::unsupported);
     }
-    virtual std::string metrics_text() { return {}; }
+    // GET /metrics: no tenant = no series naming a subscription; a tenant = its own (bridge.hpp).
+    virtual std::string metrics_text(const std::optional<std::string>& /*tenant*/) { return {}; }
     // Outbound run-event webhooks; null when the host has none (fakes, no host key).
     virtual outbound::webhook_dispatcher* webhooks() { return nullptr; }
     // GET /v1/ops/subscriptions (the dashboard's list).

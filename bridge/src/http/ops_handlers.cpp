@@ -162,7 +162,9 @@ void metrics(http_api::context& ctx, bridge_port& bridge) {
     http_response res;
     res.status = 200;
     res.set_header("content-type", "text/plain; version=0.0.4; charset=utf-8");
-    res.body = bridge.metrics_text();
+    // ctx.who is set only when the scrape carried a key with webhooks:manage (api.cpp).
+    res.body = bridge.metrics_text(ctx.who.tenant.empty() ? std::nullopt
+                                                          : std::optional<std::string>(ctx.who.tenant));
     ctx.sink->send(std::move(res));
 }
 
