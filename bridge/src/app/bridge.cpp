@@ -653,7 +653,7 @@ struct bridge::impl final : run_lifecycle_sink {
             ref.dedup_key = box->dedup_key(sub->id, v.webhook_id.empty() ? mint("evt") : v.webhook_id);
             ref.attempt_event_id = mint("evt");
             ref.at = t;
-            ref.expires_at = t + settings.dead_letter_retention_days * day_ms;
+            ref.expires_at = t + settings.refused_signature_retention_ms;
             auto recorded = st->record_verification_refusal(ref);
             if (!recorded) {
                 done(status_only(submit_status::unavailable, "the refusal could not be recorded"));

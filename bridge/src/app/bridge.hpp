@@ -32,6 +32,7 @@ struct bridge_settings {
     breaker_policy default_breaker;
     millis dedup_retention_ms = 24LL * 3600 * 1000; // never below 24 h
     int dead_letter_retention_days = 7;
+    millis refused_signature_retention_ms = 24LL * 3600 * 1000; // deadLetter.refusedSignatureRetention
     int dead_letter_max_page_size = 100;
     int max_in_flight_deliveries = 1024;
     int delivery_batch_size = 256;

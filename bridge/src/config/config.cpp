@@ -576,7 +576,11 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
             read_rate_limit(r, limits["perSubscription"], "server.rateLimits.perSubscription",
                             s.per_subscription);
         }
-        if (reader::present(limits["perSourceAddress"])) {
+        YAML::Node per_address = limits["perSourceAddress"];
+        if (reader::present(per_address) && per_address.IsScalar() &&
+            per_address.Scalar() == "off") {
+            s.per_source_address = rate_limit{}; // behind a proxy every post has one address
+        } else if (reader::present(per_address)) {
             read_rate_limit(r, limits["perSourceAddress"], "server.rateLimits.perSourceAddress",
                             s.per_source_address);
         }
@@ -800,7 +804,9 @@ void read_dead_letter(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_map(n, "deadLetter")) {
         return;
     }
-    r.check_keys(n, "deadLetter", {"retentionDays", "maxPageSize"});
+    r.check_keys(n, "deadLetter", {"retentionDays", "maxPageSize", "refusedSignatureRetention"});
+    r.duration(n, "refusedSignatureRetention", "deadLetter",
+               c.dead_letter.refused_signature_retention_ms, 60 * 1000);
     r.integer_into(n, "retentionDays", "deadLetter", c.dead_letter.retention_days, 1, 36500);
     r.integer_into(n, "maxPageSize", "deadLetter", c.dead_letter.max_page_size, 1, 1000);
 }
@@ -1087,6 +1093,7 @@ bridge_settings make_bridge_settings(const config& c) {
     s.dedup_retention_ms = std::max<millis>(c.delivery.dedup_retention_ms, 24LL * 3600 * 1000);
     s.dead_letter_retention_days = c.dead_letter.retention_days;
     s.dead_letter_max_page_size = c.dead_letter.max_page_size;
+    s.refused_signature_retention_ms = c.dead_letter.refused_signature_retention_ms;
     s.max_in_flight_deliveries = c.delivery.max_in_flight;
     s.delivery_batch_size = c.delivery.batch_size;
     s.max_pending_intake = c.delivery.max_pending_intake;

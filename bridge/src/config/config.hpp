@@ -56,7 +56,9 @@ struct server_config {
     std::size_t min_body_bytes_per_second = 1024; // minBodyBytesPerSecond (0 = off): else closed
     int body_grace_seconds = 5;                   // bodyGraceSeconds before the rate applies
     rate_limit per_subscription;       // rateLimits.perSubscription (ingest; 429 past it)
-    rate_limit per_source_address;     // rateLimits.perSourceAddress (ingest; 429 past it)
+    // rateLimits.perSourceAddress (ingest; 429 past it, before any verification or write). On by
+    // default: every forged post costs a dead-letter row, so one address must not write freely.
+    rate_limit per_source_address{50, 100};
 };
 
 struct api_key_config {
@@ -93,6 +95,8 @@ struct delivery_config {
 struct dead_letter_config {
     int retention_days = 7;
     int max_page_size = 100;
+    // refusedSignatureRetention: a forged post's dead letter is evidence, not work to replay.
+    millis refused_signature_retention_ms = 24LL * 3600 * 1000;
 };
 
 struct connector_config {
