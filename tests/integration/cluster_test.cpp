@@ -199,7 +199,9 @@ class ClusterTest : public ::testing::Test {
     std::string config_for(int i) const {
         const std::string path = dir_.file("node" + std::to_string(i) + ".yaml");
         std::ofstream out(path);
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
+        out << "server: {listen: \"127.0.0.1:0\", "
+               "rateLimits: {perSourceAddress: {rate: 100000, burst: 100000}}}\n"
+               // a load from loopback: the default per-address limit is raised explicitly
                "auth:\n"
                "  apiKeys:\n"
                "    - {key: hk_cluster, tenant: default, scopes: [runs:read, webhooks:manage]}\n"

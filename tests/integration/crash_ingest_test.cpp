@@ -46,7 +46,9 @@ protected:
     // `delivery_extra`: more keys for the delivery map (", batchSize: 16").
     void write_config(const std::string& delivery_extra) {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\", threads: 4}\n"
+        out << "server: {listen: \"127.0.0.1:0\", threads: 4, "
+               "rateLimits: {perSourceAddress: {rate: 100000, burst: 100000}}}\n"
+               // a load from loopback: the default per-address limit is raised explicitly
                "auth:\n"
                "  apiKeys:\n"
                "    - {key: "

@@ -50,7 +50,9 @@ class NoisySubscriptionTest : public ::testing::Test {
 
     void write_config() {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
+        out << "server: {listen: \"127.0.0.1:0\", "
+               "rateLimits: {perSourceAddress: {rate: 100000, burst: 100000}}}\n"
+               // a load from loopback: the default per-address limit is raised explicitly
                "auth: {apiKeys: [{key: hk_noisy, tenant: default, scopes: [webhooks:manage]}]}\n"
                "store: {sqlite: {path: bridge.db}}\n"
                "hostKeyFile: host.key\n"

@@ -29,7 +29,9 @@ class ServeSignalsTest : public ::testing::Test {
 protected:
     void write_config(bool with_second_subscription) {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << "server: {listen: \"127.0.0.1:0\"}\n"
+        out << "server: {listen: \"127.0.0.1:0\", "
+               "rateLimits: {perSourceAddress: {rate: 100000, burst: 100000}}}\n"
+               // a load from loopback: the default per-address limit is raised explicitly
                "auth:\n"
                "  apiKeys:\n"
                "    - {key: hk_sig, tenant: default, scopes: [webhooks:manage, runs:read]}\n"

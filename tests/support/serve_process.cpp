@@ -23,7 +23,9 @@ std::string read_text_file(const std::string& path) {
 }
 
 std::string sqlite_serve_prelude(const std::string& api_key) {
-    return "server: {listen: \"127.0.0.1:0\"}\n"
+    // The crash tests post bursts from loopback: the default per-address limit is raised here.
+    return "server: {listen: \"127.0.0.1:0\", "
+           "rateLimits: {perSourceAddress: {rate: 100000, burst: 100000}}}\n"
            "auth:\n"
            "  apiKeys:\n"
            "    - {key: " +
