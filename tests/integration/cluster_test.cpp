@@ -343,7 +343,8 @@ TEST_F(ClusterTest, AConnectorSubscriptionRegisteredOnOneNodeIsServedByEveryNode
     del.method = "DELETE";
     del.url = urls_[1] + "/v1/trigger-subscriptions/" + id;
     del.body.clear();
-    ASSERT_EQ(perform(del).status, 204);
+    auto deleted = perform(del);
+    ASSERT_EQ(deleted.status, 204) << deleted.body << "\n" << node_logs();
     EXPECT_TRUE(eventually([&] { return post_to(0, "evt-gone-" + std::to_string(n++)) == 404; }))
         << node_logs();
 }

@@ -80,6 +80,8 @@ int run_connector_check(const std::vector<std::string>& args) {
         !json_arg(p, "subscription-settings", "{}", opt.subscription_settings_json)) {
         return 2;
     }
+    opt.config_given = !p.value("config").empty();
+    opt.subscription_settings_given = !p.value("subscription-settings").empty();
     if (const std::string file = p.value("probe-request"); !file.empty()) {
         std::string text;
         if (!read_file(file, text)) {

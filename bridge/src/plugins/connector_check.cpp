@@ -783,9 +783,12 @@ void check_exports(const std::string& path, reporter& out) {
     out.pass(name, std::string("only ") + WOPBRIDGE_ENTRY_SYMBOL + " is exported");
 }
 
+// `given`: false when the operator passed no settings (the empty default): an instance the schema
+// refuses then means the module needs settings, a SKIP.
 void check_schema(const char* what, const std::string& schema_text, const std::string& instance,
                   const char* instance_name, std::string_view schema_check,
-                  std::string_view instance_check, reporter& out, bool& schema_ok) {
+                  std::string_view instance_check, reporter& out, bool& schema_ok, bool given,
+                  const char* flag) {
     boost::system::error_code ec;
     auto doc = boost::json::parse(schema_text, ec);
     if (ec || !doc.is_object()) {
@@ -823,7 +826,10 @@ void check_schema(const char* what, const std::string& schema_text, const std::s
         out.fail(schema_check, std::string(what) + " is not a valid JSON Schema: " +
                                    format_errors(schema_errors));
     }
-    if (!instance_errors.empty()) {
+    if (!instance_errors.empty() && !given) {
+        out.skip(instance_check, std::string("the module needs ") + instance_name + " (" +
+                                     format_errors(instance_errors) + "); pass " + flag);
+    } else if (!instance_errors.empty()) {
         out.fail(instance_check, std::string("the ") + instance_name +
                                      " does not validate against " +
                                      what + ": " + format_errors(instance_errors));
@@ -868,10 +874,12 @@ void phase_describe(phase_context& c) {
     bool schemas_ok = true;
     out.begin("describe.config-schema");
     check_schema("config_schema_json", m->config_schema_json, c.opt.config_json, "config",
-                 "describe.schemas", "describe.config-schema", out, schemas_ok);
+                 "describe.schemas", "describe.config-schema", out, schemas_ok,
+                 c.opt.config_given, "--config");
     check_schema("subscription_schema_json", m->subscription_schema_json,
                  c.opt.subscription_settings_json, "subscription settings", "describe.schemas",
-                 "describe.subscription-schema", out, schemas_ok);
+                 "describe.subscription-schema", out, schemas_ok, c.opt.subscription_settings_given,
+                 "--subscription-settings");
     if (schemas_ok) {
         out.pass("describe.schemas", "config and subscription schemas load as JSON Schemas");
     }
@@ -908,6 +916,12 @@ void phase_validate(phase_context& c) {
     out.begin("validate.accepts-config");
     if (auto r = m->validate(c.opt.config_json); r) {
         out.pass("validate.accepts-config", "validate() accepts the given config");
+    } else if (!c.opt.config_given) {
+        // A correct module may need settings (a signing secret): not its fault, say what to do.
+        out.skip("validate.accepts-config",
+                 "the module needs settings (" + r.error().message +
+                     "); pass --config with a working configuration to run the lifecycle, "
+                     "http and submit checks");
     } else {
         out.fail("validate.accepts-config", r.error().message);
     }
@@ -1000,7 +1014,11 @@ void phase_lifecycle(phase_context& c) {
     const std::string sub(kit_subscription);
     out.begin("lifecycle.subscribe");
     wb_status st = inst.subscribe(sub, o.subscription_settings_json, error);
-    if (st != WB_OK) {
+    if (st != WB_OK && !o.subscription_settings_given && st == WB_ERR_INVALID) {
+        out.skip("lifecycle.subscribe",
+                 "the module needs subscription settings (" + error +
+                     "); pass --subscription-settings to run the subscribe, http and submit checks");
+    } else if (st != WB_OK) {
         out.fail("lifecycle.subscribe", "subscribe() returned " + status_name(st) +
                                             (error.empty() ? "" : ": " + error));
     } else {
@@ -1052,6 +1070,39 @@ void phase_lifecycle(phase_context& c) {
     report_protocol("lifecycle.host-protocol", inst.host, out);
 }
 
+// The probe request with its credentials taken away (every header but content-type dropped; only
+// `verified` is judged). A module that submits that as verified would vouch for anyone's request.
+void check_unsigned_copy(phase_context& c, instance& inst, const std::string& sub,
+                         std::chrono::milliseconds timeout) {
+    reporter& out = c.out;
+    constexpr std::string_view name = "http.unsigned-copy-not-verified";
+    if (!c.opt.has_probe_request) {
+        out.skip(name, "pass --probe-request FILE (a signed request) to check that its unsigned "
+                       "copy is not submitted as verified");
+        return;
+    }
+    out.begin(name);
+    probe_request copy;
+    copy.target = c.opt.probe.target;
+    copy.body = c.opt.probe.body;
+    for (const auto& [k, v] : c.opt.probe.headers) {
+        if (k == "content-type") {
+            copy.headers.emplace_back(k, v);
+        }
+    }
+    const auto before = inst.host.submits().size();
+    const http_reply r = inst.host.send(inst.d, inst.conn, copy, sub, wall_ms(), timeout);
+    const auto made = inst.host.submits();
+    if (made.size() > before && made.back().verified) {
+        out.fail(name, "the probe request without its signature headers was submitted as "
+                       "verified (" + describe_reply(r) + ")");
+    } else if (made.size() > before) {
+        out.pass(name, "its unsigned copy was submitted with verified=false");
+    } else {
+        out.pass(name, "its unsigned copy was refused (" + describe_reply(r) + ")");
+    }
+}
+
 void phase_http(phase_context& c) {
     reporter& out = c.out;
     auto m = load_module(c.opt.module);
@@ -1059,10 +1110,9 @@ void phase_http(phase_context& c) {
         return;
     }
     const auto& o = c.opt;
-    const std::array<std::string_view, 4> http_checks = {"http.respond-deadline",
-                                                         "http.refuses-unsigned",
-                                                         "http.respond-after-outcome",
-                                                         "http.host-protocol"};
+    const std::array<std::string_view, 5> http_checks = {
+        "http.respond-deadline", "http.refuses-unsigned", "http.respond-after-outcome",
+        "http.unsigned-copy-not-verified", "http.host-protocol"};
     const std::array<std::string_view, 4> submit_checks = {
         "submit.after-commit", "submit.duplicate", "submit.refused-not-active",
         "submit.refused-overloaded"};
@@ -1255,6 +1305,7 @@ void phase_http(phase_context& c) {
             }
         }
     }
+    check_unsigned_copy(c, inst, sub, timeout);
     inst.shut_down(wall_ms() + o.stop_grace_ms, ms(o.stop_grace_ms));
     report_protocol("http.host-protocol", inst.host, out);
 }
@@ -1516,10 +1567,13 @@ connector_check_report run_connector_check(const connector_check_options& option
     }
     run_phase(options, &phase_validate, report);
     if (!has(report, "validate.accepts-config", check_result::pass)) {
+        const bool needs_settings = has(report, "validate.accepts-config", check_result::skip);
         for (std::size_t i = 1; i < later.size(); ++i) {
-            report.checks.push_back({check_result::skip, std::string(later[i]) + "*",
-                                     "validate() refused the config, so the host would not "
-                                     "create an instance"});
+            report.checks.push_back(
+                {check_result::skip, std::string(later[i]) + "*",
+                 needs_settings ? "the module needs settings: pass --config"
+                                : "validate() refused the config, so the host would not create "
+                                  "an instance"});
         }
         return report;
     }

@@ -43,6 +43,10 @@ struct connector_check_options {
     std::string module;                        // path (or name on the default module path)
     std::string config_json = "{}";            // connector settings
     std::string subscription_settings_json = "{}";
+    // False when the operator gave none (the CLI without --config / --subscription-settings):
+    // a module refusing the empty default then needs settings, which is a SKIP, not a FAIL.
+    bool config_given = true;
+    bool subscription_settings_given = true;
     bool has_probe_request = false;
     probe_request probe; // replayed for the submit checks when has_probe_request
     int phase_timeout_ms = 60'000;   // a phase (child process) running longer is killed: FAIL

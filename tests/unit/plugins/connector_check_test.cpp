@@ -201,6 +201,39 @@ TEST_F(ConnectorCheckTest, InvalidDescriptorFailsDescriptorGate) {
     EXPECT_EQ(r.exit_code(), 1);
 }
 
+TEST_F(ConnectorCheckTest, AModuleThatNeedsSettingsIsSkippedNotFailedWithoutConfig) {
+    for (const char* name : {"slack", "sms"}) {
+        connector_check_options o;
+        o.module = module(name);
+        o.config_given = false;
+        o.subscription_settings_given = false;
+        o.phase_timeout_ms = 60'000;
+        const auto r = run_connector_check(o);
+        EXPECT_EQ(r.exit_code(), 0) << name << "\n" << format_check_text(r);
+        EXPECT_EQ(r.count(check_result::fail), 0u) << name << "\n" << format_check_text(r);
+        expect(r, "validate.accepts-config", check_result::skip, "pass --config");
+        expect(r, "lifecycle.*", check_result::skip, "pass --config");
+    }
+    connector_check_options forms;
+    forms.module = module("forms");
+    forms.subscription_settings_given = false;
+    const auto r = run_connector_check(forms);
+    EXPECT_EQ(r.count(check_result::fail), 0u) << format_check_text(r);
+    expect(r, "lifecycle.subscribe", check_result::skip, "pass --subscription-settings");
+}
+
+TEST_F(ConnectorCheckTest, AnUnsignedCopyOfTheProbeSubmittedAsVerifiedFails) {
+    // good_echo trusts every request (its descriptor says so): the kit must notice.
+    probe_request probe;
+    probe.target = "/v1/ingest/echo-sub";
+    probe.headers = {{"content-type", "application/json"}, {"x-signature", "whatever"}};
+    probe.body = R"({"n":1})";
+    const auto r = check(test_module("good_echo"), "{}", "{}", &probe);
+    expect(r, "http.unsigned-copy-not-verified", check_result::fail, "submitted as verified");
+    const auto hello = check(module("hello"), "{}", "{}", &probe);
+    expect(hello, "http.unsigned-copy-not-verified", check_result::pass, "verified=false");
+}
+
 TEST_F(ConnectorCheckTest, RejectsConfigFailsValidate) {
     const auto r = check(test_module("rejects_config"));
     expect(r, "validate.accepts-config", check_result::fail,

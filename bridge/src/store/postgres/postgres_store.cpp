@@ -1253,12 +1253,23 @@ class postgres_store final : public store {
     }
 
     // A single-statement write: autocommit, so one round trip and one durable commit.
+    // One autocommitted statement. A deadlock or serialization failure (SQLSTATE class 40, e.g.
+    // a subscription DELETE cascading into deliveries a settlement holds) rolled that statement
+    // back whole, so it simply runs again.
     template <class F> auto write(F&& body) -> decltype(body(std::declval<connection&>())) {
-        auto out = with_connection(std::forward<F>(body));
-        if (out) {
-            commits_.fetch_add(1);
-        }
-        return out;
+        return with_connection([&](connection& c) -> decltype(body(c)) {
+            for (int attempt = 1;; ++attempt) {
+                auto out = body(c);
+                if (!out && c.healthy() && !c.in_transaction() &&
+                    c.last_sqlstate().rfind("40", 0) == 0 && attempt < transaction_retries) {
+                    continue;
+                }
+                if (out) {
+                    commits_.fetch_add(1);
+                }
+                return out;
+            }
+        });
     }
 
     // A multi-statement write transaction.
