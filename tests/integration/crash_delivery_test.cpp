@@ -189,6 +189,56 @@ TEST_F(CrashDeliveryTest, SigkillAfterTheUpstreamAcceptedAStartMakesOneUpstreamR
     EXPECT_EQ(again.wait_exit(), 0);
 }
 
+// SQLite: one process serves the store, so the claims a SIGKILLed one held are released at the
+// next start instead of after their (here 60 s) leases; a second serve meanwhile is refused.
+TEST_F(CrashDeliveryTest, ARestartAfterSigkillReleasesTheDeadProcesssClaimsAtOnce) {
+    idempotent_runs_host host([](const runs_host_call& c) -> std::optional<http_response> {
+        if (c.nth_for_key == 1) {
+            http_response held;
+            held.status = 0;
+            held.delay = std::chrono::seconds(60);
+            return held;
+        }
+        return std::nullopt;
+    });
+    write_config("{upstream: {baseUrl: \"" + host.base_url() + "\", timeout: 90s}}",
+                 "{retryPolicy: {maxAttempts: 5, backoff: fixed, baseDelay: 100ms, "
+                 "jitter: false}, lease: 60s, attemptTimeout: 80s}");
+    serve_process serve;
+    ASSERT_TRUE(start(serve)) << serve.error;
+    auto r = post(serve, fresh_webhook_id());
+    ASSERT_EQ(r.status, 202) << r.body;
+    const std::string delivery_id = json_string_field(r.body, "deliveryId");
+    ASSERT_TRUE(eventually([&] { return host.runs_created() == 1; }));
+
+    serve_process second;
+    EXPECT_FALSE(start(second));
+    EXPECT_NE(second.error.find("is in use by another wopbridge serve (pid " +
+                                std::to_string(serve.pid()) + ")"),
+              std::string::npos)
+        << second.error;
+
+    serve.signal(SIGKILL);
+    EXPECT_EQ(serve.wait_exit(), -1);
+    const auto restarted = std::chrono::steady_clock::now();
+    serve_process again;
+    ASSERT_TRUE(start(again)) << again.error;
+    std::optional<delivery_row> d;
+    ASSERT_TRUE(eventually(
+        [&] {
+            d = delivery(again, delivery_id);
+            return d && d->status == "delivered";
+        },
+        std::chrono::seconds(20)))
+        << read_text_file(dir_.file("serve.log"));
+    EXPECT_LT(std::chrono::steady_clock::now() - restarted, std::chrono::seconds(30));
+    EXPECT_NE(read_text_file(dir_.file("serve.log")).find("\"event\":\"store.claims_released\""),
+              std::string::npos);
+    EXPECT_EQ(host.runs_created(), 1);
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.wait_exit(), 0);
+}
+
 TEST_F(CrashDeliveryTest, SigkillWhileLocalCommandsRunNeverRunsOneTwice) {
     const std::uint64_t seed = [] {
         const char* s = std::getenv("WOPBRIDGE_TEST_SEED");

@@ -73,6 +73,7 @@ public:
     }
     result<std::string> host_key_check() override { return inner_->host_key_check(); }
     result<void> probe_write() override { return inner_->probe_write(); }
+    result<int> release_all_claims() override { return inner_->release_all_claims(); }
     result<run_event> end_run(const std::string& run_id, const std::string& type,
                               const std::string& payload, const std::string& event_id,
                               run_status status, millis at) override {

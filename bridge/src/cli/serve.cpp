@@ -25,7 +25,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <set>
 #include <signal.h>
 #include <unistd.h>
@@ -48,6 +50,29 @@ std::vector<connector_instance_config> connector_configs(const config& c) {
         out.push_back({cc.name, cc.module, cc.settings_json});
     }
     return out;
+}
+
+// One process serves a SQLite store: the pid file is held with an exclusive lock for the process's
+// life (the kernel drops it when the process dies, SIGKILL included). -1 when another process holds
+// it; `holder` is then the pid it wrote.
+int lock_pid_file(const std::string& path, long& holder) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return -1;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        std::ifstream(path) >> holder;
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void write_pid(int fd) {
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) == 0) {
+        (void)!::pwrite(fd, pid.data(), pid.size(), 0);
+    }
 }
 
 bool print_config_errors(const config_load_result& loaded) {
@@ -138,6 +163,24 @@ int run_serve(const std::vector<std::string>& args) {
         }
     }
 
+    const std::string pid_file = pid_file_for(cfg);
+    int pid_fd = -1;
+    const bool sqlite = cfg.store.backend == store_config::backend_kind::sqlite;
+    if (sqlite) {
+        std::error_code ec;
+        std::filesystem::create_directories(std::filesystem::path(pid_file).parent_path(), ec);
+        long holder = 0;
+        pid_fd = lock_pid_file(pid_file, holder);
+        if (pid_fd < 0) {
+            std::fprintf(stderr,
+                         "wopbridge serve: %s is in use by another wopbridge serve (pid %ld): one "
+                         "process serves a SQLite store; stop that one first, or use PostgreSQL "
+                         "for several nodes\n",
+                         cfg.store.sqlite_path.c_str(), holder);
+            return 1;
+        }
+    }
+
     error_info why;
     const std::string store_name = store_display_name(cfg);
     auto st = open_configured_store(cfg, true, why, p.flag("init"));
@@ -149,6 +192,12 @@ int run_serve(const std::vector<std::string>& args) {
     if (auto wrong = check_host_key_against_store(cfg, **st)) {
         std::fprintf(stderr, "%s\n", wrong->to_string().c_str());
         return 2;
+    }
+    if (sqlite) {
+        // Under the lock no other process holds claims: a killed predecessor's are free now.
+        if (auto released = (*st)->release_all_claims(); released && *released > 0) {
+            log_line("info", "store.claims_released", {{"deliveries", *released}});
+        }
     }
 
     system_clock_source clock;
@@ -237,8 +286,9 @@ int run_serve(const std::vector<std::string>& args) {
         // What other nodes register or delete reaches this node's connectors within this.
         sync->start(std::chrono::seconds(2));
     }
-    const std::string pid_file = pid_file_for(cfg);
-    {
+    if (pid_fd >= 0) {
+        write_pid(pid_fd);
+    } else {
         std::ofstream(pid_file) << ::getpid() << "\n";
     }
     boost::json::array modules;
@@ -300,8 +350,14 @@ int run_serve(const std::vector<std::string>& args) {
         host->stop_all();
     }
     b->stop();
-    std::error_code ec;
-    std::filesystem::remove(pid_file, ec);
+    if (pid_fd >= 0) {
+        // Emptied, not removed: unlinking a locked file would let a starting process lock a
+        // second inode under the same name.
+        (void)!::ftruncate(pid_fd, 0);
+    } else {
+        std::error_code ec;
+        std::filesystem::remove(pid_file, ec);
+    }
     log_line("info", "wopbridge.stopped", {});
     return 0;
 }

@@ -278,6 +278,10 @@ public:
 
     // Cheap liveness probe for /readyz.
     virtual result<void> ping() = 0;
+    // For a store only this process serves (SQLite, under serve's lock): the claims a previous
+    // process left are claimable now rather than when their leases run out. Returns how many.
+    // Backends shared by several nodes answer unsupported (another node's claims are live).
+    virtual result<int> release_all_claims() { return make_error_code(errc::unsupported); }
     // A small committed (fsynced) write, for /readyz after a failed commit: a full disk or a
     // read-only file fails it, so readiness returns only once writes work again.
     virtual result<void> probe_write() { return ping(); }

@@ -1062,6 +1062,15 @@ class sqlite_store final : public store {
         });
     }
 
+    result<int> release_all_claims() override {
+        return write_transaction([&]() -> result<int> {
+            auto st = writer_->prepare(
+                "UPDATE deliveries SET lease_until = 0 WHERE status = 'in_flight' AND lease_until > 0");
+            WB_TRY(st.run());
+            return static_cast<int>(writer_->changes());
+        });
+    }
+
     result<void> probe_write() override {
         return write_transaction([&]() -> result<void> {
             // Row written and removed: the pages still go through the WAL and its fsync.
