@@ -39,6 +39,18 @@ millis wall_ms(std::chrono::system_clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
+// The first start of each key creates the run on the host but is answered only after the bridge
+// is dead: the bridge never records it.
+std::optional<http_response> hold_first_start(const runs_host_call& c) {
+    if (c.nth_for_key == 1) {
+        http_response held;
+        held.status = 0;
+        held.delay = std::chrono::seconds(60);
+        return held;
+    }
+    return std::nullopt;
+}
+
 class CrashDeliveryTest : public ::testing::Test {
 protected:
     void write_config(const std::string& runs, const std::string& delivery) {
@@ -138,17 +150,7 @@ TEST_F(CrashDeliveryTest, SigkillDuringRetryBackoffResumesAttemptCountAndDueTime
 }
 
 TEST_F(CrashDeliveryTest, SigkillAfterTheUpstreamAcceptedAStartMakesOneUpstreamRun) {
-    // The first start of each key creates the run on the host but is answered only after the
-    // bridge is dead: the bridge never records it.
-    idempotent_runs_host host([](const runs_host_call& c) -> std::optional<http_response> {
-        if (c.nth_for_key == 1) {
-            http_response held;
-            held.status = 0;
-            held.delay = std::chrono::seconds(60);
-            return held;
-        }
-        return std::nullopt;
-    });
+    idempotent_runs_host host(hold_first_start);
     write_config("{upstream: {baseUrl: \"" + host.base_url() + "\", timeout: 30s}}",
                  "{retryPolicy: {maxAttempts: 5, backoff: fixed, baseDelay: 100ms, "
                  "jitter: false}, lease: 2s, attemptTimeout: 1m}");
@@ -192,15 +194,7 @@ TEST_F(CrashDeliveryTest, SigkillAfterTheUpstreamAcceptedAStartMakesOneUpstreamR
 // SQLite: one process serves the store, so the claims a SIGKILLed one held are released at the
 // next start instead of after their (here 60 s) leases; a second serve meanwhile is refused.
 TEST_F(CrashDeliveryTest, ARestartAfterSigkillReleasesTheDeadProcesssClaimsAtOnce) {
-    idempotent_runs_host host([](const runs_host_call& c) -> std::optional<http_response> {
-        if (c.nth_for_key == 1) {
-            http_response held;
-            held.status = 0;
-            held.delay = std::chrono::seconds(60);
-            return held;
-        }
-        return std::nullopt;
-    });
+    idempotent_runs_host host(hold_first_start);
     write_config("{upstream: {baseUrl: \"" + host.base_url() + "\", timeout: 90s}}",
                  "{retryPolicy: {maxAttempts: 5, backoff: fixed, baseDelay: 100ms, "
                  "jitter: false}, lease: 60s, attemptTimeout: 80s}");
