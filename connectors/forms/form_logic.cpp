@@ -6,6 +6,8 @@
 
 #include <boost/json.hpp>
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -100,6 +102,93 @@ std::optional<std::string> normalize_origin(std::string_view url) {
         out += port;
     }
     return out;
+}
+
+namespace {
+
+// A DNS name as browsers put it in Origin (ASCII, punycode for IDNs): dot-separated labels of
+// letters, digits, '-' and '_', none empty, none longer than 63.
+bool valid_host_name(std::string_view h) {
+    if (h.empty() || h.size() > 253) {
+        return false;
+    }
+    std::size_t label = 0;
+    for (char c : h) {
+        if (c == '.') {
+            if (label == 0) {
+                return false;
+            }
+            label = 0;
+            continue;
+        }
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
+            return false;
+        }
+        if (++label > 63) {
+            return false;
+        }
+    }
+    return label > 0;
+}
+
+} // namespace
+
+std::optional<std::string> parse_allowed_origin(std::string_view entry) {
+    auto sep = entry.find("://");
+    if (sep == std::string_view::npos) {
+        return std::nullopt;
+    }
+    const std::string scheme = lower(entry.substr(0, sep));
+    if (scheme != "http" && scheme != "https") {
+        return std::nullopt;
+    }
+    auto authority = entry.substr(sep + 3);
+    // The whole rest is the authority: a path, query, fragment or userinfo would make an entry
+    // that no browser's Origin can ever equal.
+    if (authority.empty() || authority.find_first_of("/?#@\\") != std::string_view::npos) {
+        return std::nullopt;
+    }
+    std::string_view host = authority;
+    std::string_view port;
+    if (authority.front() == '[') {
+        auto close = authority.find(']');
+        if (close == std::string_view::npos) {
+            return std::nullopt;
+        }
+        host = authority.substr(0, close + 1);
+        auto tail = authority.substr(close + 1);
+        if (!tail.empty()) {
+            if (tail.front() != ':') {
+                return std::nullopt;
+            }
+            port = tail.substr(1);
+            if (port.empty()) {
+                return std::nullopt;
+            }
+        }
+        std::string literal(host.substr(1, host.size() - 2));
+        unsigned char buf[16];
+        if (inet_pton(AF_INET6, literal.c_str(), buf) != 1) {
+            return std::nullopt;
+        }
+    } else {
+        if (auto colon = authority.find(':'); colon != std::string_view::npos) {
+            host = authority.substr(0, colon);
+            port = authority.substr(colon + 1);
+            if (port.empty()) {
+                return std::nullopt;
+            }
+        }
+        if (!valid_host_name(host)) {
+            return std::nullopt;
+        }
+    }
+    if (!port.empty() && !std::all_of(port.begin(), port.end(), [](char c) {
+            return c >= '0' && c <= '9';
+        })) {
+        return std::nullopt;
+    }
+    return normalize_origin(entry); // checks the port's range, drops a default port
 }
 
 bool origin_allowed(std::optional<std::string_view> origin, std::optional<std::string_view> referer,

@@ -21,6 +21,9 @@ std::optional<param_list> parse_urlencoded(std::string_view body);
 // "scheme://host[:port]" with scheme and host lower-cased and the scheme's default port dropped;
 // nullopt for anything that is not an absolute http(s) origin or URL.
 std::optional<std::string> normalize_origin(std::string_view url_or_origin);
+// An allowedOrigins entry: exactly http(s)://host[:port] (a DNS name, or an IPv6 literal in
+// brackets; no path, query, fragment or userinfo), normalized as above; nullopt for anything else.
+std::optional<std::string> parse_allowed_origin(std::string_view entry);
 // Origin when present, else the origin of Referer; must equal one allow-list entry exactly (after
 // normalization of both sides). "null" (sandboxed/opaque) origins never match.
 bool origin_allowed(std::optional<std::string_view> origin, std::optional<std::string_view> referer,

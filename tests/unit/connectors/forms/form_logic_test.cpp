@@ -32,6 +32,43 @@ TEST_F(FormLogicTest, OriginNormalization) {
     EXPECT_FALSE(normalize_origin("https://example.com:99999"));
 }
 
+TEST_F(FormLogicTest, AllowedOriginEntriesAreExactlySchemeHostAndPort) {
+    EXPECT_EQ(parse_allowed_origin("HTTPS://Example.COM:443").value_or(""), "https://example.com");
+    EXPECT_EQ(parse_allowed_origin("http://localhost:8000").value_or(""), "http://localhost:8000");
+    EXPECT_EQ(parse_allowed_origin("https://xn--bcher-kva.example").value_or(""),
+              "https://xn--bcher-kva.example");
+    EXPECT_EQ(parse_allowed_origin("http://[::1]:8080").value_or(""), "http://[::1]:8080");
+    EXPECT_EQ(parse_allowed_origin("http://127.0.0.1:3000").value_or(""), "http://127.0.0.1:3000");
+    for (const char* bad : {
+             "javascript:alert(1)",          // not http(s), no authority
+             "javascript://alert(1)",
+             "data:text/html,x",
+             "null",
+             "ftp://example.com",
+             "https://example.com/",         // a path, even an empty one
+             "https://example.com/contact",
+             "https://example.com?x=1",      // a query or fragment
+             "https://example.com#top",
+             "https://user@example.com",     // userinfo
+             "https://user:pw@example.com",
+             "https://example.com\\@evil.test",
+             "https://*.example.com",        // no wildcards: it would never match
+             "https://exa mple.com",
+             "https://example..com",
+             "https://example.com.",
+             "https://example.com:",         // an empty, non-numeric or out-of-range port
+             "https://example.com:+80",
+             "https://example.com:99999",
+             "https://example.com:0",
+             "https://[::1",
+             "https://[not-an-address]",
+             "https://[::1]x",
+             "https://",
+         }) {
+        EXPECT_FALSE(parse_allowed_origin(bad)) << bad;
+    }
+}
+
 TEST_F(FormLogicTest, OriginAllowList) {
     std::vector<std::string> allowed{"https://example.com", "http://localhost:8000"};
     EXPECT_TRUE(origin_allowed("https://example.com", std::nullopt, allowed));

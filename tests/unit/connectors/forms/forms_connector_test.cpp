@@ -71,6 +71,35 @@ TEST_F(FormsConnectorTest, RefusesSettingsWithoutOrigins) {
     EXPECT_EQ(h_.validate(R"({"bogus":1})").first, WB_ERR_INVALID);
 }
 
+// The refusal names the entry, by position and as written, so the operator can find it.
+TEST_F(FormsConnectorTest, RefusesAnAllowedOriginThatIsNotAnOriginNamingTheEntry) {
+    ASSERT_EQ(h_.create("{}"), WB_OK);
+    ASSERT_EQ(h_.start(), WB_OK);
+    subscription_spec sub;
+    sub.id = "sub-1";
+    for (const char* entry :
+         {"javascript:alert(1)", "https://user@www.example.com", "https://*.example.com",
+          "https://www.example.com?x", "https://www.example.com:"}) {
+        sub.settings_json = std::string(R"({"allowedOrigins":["https://ok.example",")") + entry +
+                            R"("]})";
+        std::string err;
+        EXPECT_EQ(h_.subscribe(sub, &err), WB_ERR_INVALID) << entry;
+        EXPECT_NE(err.find(std::string("allowedOrigins[1] '") + entry + "' is not an origin"),
+                  std::string::npos)
+            << err;
+        EXPECT_NE(err.find("http(s)://host[:port]"), std::string::npos) << err;
+    }
+    // Control characters and long entries are not copied into the message as they are.
+    sub.settings_json = R"({"allowedOrigins":["https://a
+b.example"]})";
+    std::string err;
+    EXPECT_EQ(h_.subscribe(sub, &err), WB_ERR_INVALID);
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    sub.settings_json = R"({"allowedOrigins":["https://)" + std::string(500, 'a') + R"(/"]})";
+    EXPECT_EQ(h_.subscribe(sub, &err), WB_ERR_INVALID);
+    EXPECT_LT(err.size(), 300u) << err;
+}
+
 TEST_F(FormsConnectorTest, UrlencodedPostSubmitsOneEventAndAnswersJson) {
     bring_up(R"({"allowedOrigins":["https://www.example.com"]})");
     auto reply = h_.send(urlencoded("name=Ada+L&topic=a&topic=b"));
