@@ -7,9 +7,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <array>
+#include <cstddef>
 #include <cctype>
-#include <cstring>
 
 namespace wopbridge::outbound {
 namespace {
@@ -27,26 +26,49 @@ bool forbidden_v4(const unsigned char* a) {
            (a[0] == 100 && (a[1] & 0xC0) == 64) || a[0] >= 224;
 }
 
+bool all_zero(const unsigned char* a, std::size_t n) {
+    return std::all_of(a, a + n, [](unsigned char c) { return c == 0; });
+}
+
 bool forbidden_v6(const unsigned char* a) {
-    static constexpr std::array<unsigned char, 16> zero{};
-    std::array<unsigned char, 16> loop{};
-    loop[15] = 1;
-    if (std::memcmp(a, zero.data(), 16) == 0 || std::memcmp(a, loop.data(), 16) == 0) {
-        return true; // :: and ::1
-    }
     if (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) {
-        return true; // fe80::/10
+        return true; // fe80::/10 link-local
+    }
+    if (a[0] == 0xFE && (a[1] & 0xC0) == 0xC0) {
+        return true; // fec0::/10 site-local (deprecated, still routed inside some networks)
     }
     if ((a[0] & 0xFE) == 0xFC) {
-        return true; // fc00::/7
+        return true; // fc00::/7 unique-local
     }
     if (a[0] == 0xFF) {
         return true; // multicast
     }
-    // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible addresses carry an IPv4 destination.
-    bool mapped = std::all_of(a, a + 10, [](unsigned char c) { return c == 0; }) &&
-                  a[10] == 0xFF && a[11] == 0xFF;
-    return mapped && forbidden_v4(a + 12);
+    if (a[0] == 0x01 && a[1] == 0x00 && all_zero(a + 2, 6)) {
+        return true; // 100::/64 discard-only
+    }
+    // The forms that carry an IPv4 destination are judged by that destination, so
+    // [::127.0.0.1] or [::ffff:10.0.0.1] is refused exactly like 127.0.0.1 or 10.0.0.1.
+    if (all_zero(a, 12)) {
+        return forbidden_v4(a + 12); // ::/96 IPv4-compatible, which also covers :: and ::1
+    }
+    if (all_zero(a, 10) && a[10] == 0xFF && a[11] == 0xFF) {
+        return forbidden_v4(a + 12); // ::ffff:0:0/96 IPv4-mapped
+    }
+    if (all_zero(a, 8) && a[8] == 0xFF && a[9] == 0xFF && a[10] == 0 && a[11] == 0) {
+        return forbidden_v4(a + 12); // ::ffff:0:0:0/96 IPv4-translated (RFC 2765)
+    }
+    if (a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B) {
+        if (all_zero(a + 4, 8)) {
+            return forbidden_v4(a + 12); // 64:ff9b::/96 NAT64 well-known prefix
+        }
+        if (a[4] == 0x00 && a[5] == 0x01) {
+            return true; // 64:ff9b:1::/48 local-use NAT64 (RFC 8215)
+        }
+    }
+    if (a[0] == 0x20 && a[1] == 0x02) {
+        return forbidden_v4(a + 2); // 2002::/16 6to4 relays to the embedded IPv4 address
+    }
+    return false;
 }
 
 bool is_loopback_literal(std::string_view host) { return host == "127.0.0.1"; }

@@ -56,6 +56,45 @@ TEST_F(UrlPolicyTest, RefusesTheContractList) {
     }
 }
 
+// IPv6 spellings of the refused IPv4 ranges, and the other IPv6 local ranges: each used to pass the
+// registration check and then fail only at delivery (or reach the destination through a relay).
+TEST_F(UrlPolicyTest, RefusesIpv6FormsOfForbiddenDestinations) {
+    for (const char* url : {
+             "https://[::127.0.0.1]/x",         // IPv4-compatible loopback
+             "https://[::7f00:1]/x",            // the same, in hex
+             "https://[::10.0.0.1]/x",          // IPv4-compatible private
+             "https://[::169.254.169.254]/x",   // IPv4-compatible link-local (metadata)
+             "https://[::0.0.0.0]/x",           // IPv4-compatible unspecified
+             "https://[::ffff:127.0.0.1]/x",    // IPv4-mapped loopback
+             "https://[::FFFF:7F00:1]/x",
+             "https://[::ffff:192.168.0.1]/x",  // IPv4-mapped private
+             "https://[::ffff:169.254.1.1]/x",  // IPv4-mapped link-local
+             "https://[::ffff:0.0.0.0]/x",      // IPv4-mapped unspecified
+             "https://[::ffff:0:127.0.0.1]/x",  // IPv4-translated loopback
+             "https://[64:ff9b::10.0.0.1]/x",   // NAT64 of a private address
+             "https://[64:ff9b:1::1]/x",        // local-use NAT64
+             "https://[2002:7f00:1::]/x",       // 6to4 of loopback
+             "https://[2002:c0a8:101::1]/x",    // 6to4 of 192.168.1.1
+             "https://[0:0:0:0:0:0:0:1]/x",     // ::1 spelled out
+             "https://[::]/x",                  // unspecified
+             "https://[fe80::1%25eth0]/x",      // link-local with a zone
+             "https://[febf::1]/x",             // top of fe80::/10
+             "https://[fec0::1]/x",             // site-local
+             "https://[fdff:ffff::1]/x",        // unique-local
+             "https://[100::1]/x",              // discard-only
+         }) {
+        EXPECT_FALSE(accepted(url)) << url;
+    }
+    // The embedded address decides: public IPv4 destinations in those forms stay allowed.
+    EXPECT_TRUE(accepted("https://[::ffff:93.184.216.34]/hook"));
+    EXPECT_TRUE(accepted("https://[64:ff9b::93.184.216.34]/hook"));
+    EXPECT_TRUE(accepted("https://[2002:5db8:d822::1]/hook"));
+    // And at delivery, for an address a name resolved to.
+    EXPECT_TRUE(is_forbidden_address("::127.0.0.1"));
+    EXPECT_TRUE(is_forbidden_address("::ffff:10.1.2.3"));
+    EXPECT_FALSE(is_forbidden_address("::ffff:8.8.8.8"));
+}
+
 TEST_F(UrlPolicyTest, LoopbackHttpOnlyWithTheSwitchAndOnlyForOneTwoSevenZeroZeroOne) {
     EXPECT_FALSE(accepted("http://127.0.0.1:8080/hook", false));
     EXPECT_TRUE(accepted("http://127.0.0.1:8080/hook", true));
