@@ -1,6 +1,8 @@
 #include "http/registration.hpp"
 
 #include "contract/wire.hpp"
+#include "schedule/cron.hpp"
+#include "schedule/time_zone.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -166,6 +168,18 @@ parse_result parse_registration(std::string_view body, const std::string& tenant
         }
         if (spec.cron.empty()) {
             return fail("schedule.cron", "cron is required");
+        }
+        // Checked here, not only by register_subscription (whose invalid_argument names no field),
+        // so the answer says which of the two was wrong. The zone first: the expression is then
+        // parsed in UTC, and its errors do not depend on the zone.
+        if (!spec.time_zone.empty()) {
+            std::string why;
+            if (!time_zone::load(spec.time_zone, why)) {
+                return fail("schedule.timeZone", why);
+            }
+        }
+        if (auto parsed = cron_expr::parse(spec.cron); !parsed) {
+            return fail("schedule.cron", parsed.error().message);
         }
         req.schedule = std::move(spec);
     } else if (req.source == source_kind::schedule) {

@@ -145,12 +145,28 @@ TEST_F(HttpApiTest, RegistrationValidationNamesTheField) {
         {R"({"source":"webhook","workflowId":"w","dedupEnabled":"yes"})", "dedupEnabled"},
         {R"([1,2])", "body"},
         {R"({"source":"webhook","workflowId":"unknown-workflow"})", "workflowId"},
+        // The schedule is checked by the parser, so its errors name the schedule's field and not
+        // workflowId (register_subscription's invalid_argument carries no field).
+        {R"({"source":"schedule","workflowId":"w","schedule":{"cron":"@every 1ms"}})",
+         "schedule.cron"},
+        {R"({"source":"schedule","workflowId":"w","schedule":{"cron":"61 * * * *"}})",
+         "schedule.cron"},
+        {R"({"source":"schedule","workflowId":"w","schedule":{"cron":"@every 5m","timeZone":"Mars/Olympus_Mons"}})",
+         "schedule.timeZone"},
+        {R"({"source":"schedule","workflowId":"w","schedule":{"cron":"* * * * *","timeZone":"../etc/passwd"}})",
+         "schedule.timeZone"},
+        {R"({"source":"schedule","workflowId":"w","schedule":{"cron":"@every 1ms","timeZone":"+25:00"}})",
+         "schedule.timeZone"},
     };
     for (const auto& c : cases) {
         auto s = call("POST", "/v1/trigger-subscriptions", c.body);
         expect_envelope(*s, 400, "validation_error");
         EXPECT_EQ(s->json().at("details").at("field").as_string(), c.field) << c.body;
     }
+    auto s = call("POST", "/v1/trigger-subscriptions",
+                  R"({"source":"schedule","workflowId":"w","schedule":{"cron":"@every 1ms"}})");
+    EXPECT_NE(std::string(s->json().at("message").as_string()).find("at least 1s"),
+              std::string::npos);
 }
 
 class fake_router final : public ingest_router {
@@ -173,10 +189,10 @@ public:
 
 TEST_F(HttpApiTest, ScheduleAndConnectorExtensionsAreParsed) {
     auto s = call("POST", "/v1/trigger-subscriptions",
-                  R"({"source":"schedule","workflowId":"w","schedule":{"cron":"@every 5m","timeZone":"Europe/Oslo"}})");
+                  R"({"source":"schedule","workflowId":"w","schedule":{"cron":"@every 5m","timeZone":"+02:00"}})");
     ASSERT_EQ(s->response->status, 201);
     EXPECT_EQ(bridge_.last_registration->schedule->cron, "@every 5m");
-    EXPECT_EQ(bridge_.last_registration->schedule->time_zone, "Europe/Oslo");
+    EXPECT_EQ(bridge_.last_registration->schedule->time_zone, "+02:00");
     EXPECT_FALSE(s->json().at("binding").as_object().contains("signingSecret"));
 
     const std::string email = R"({"source":"email","workflowId":"w","connector":"mail","settings":{"to":"x"}})";
