@@ -84,7 +84,13 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
                                   std::nullopt, 30));
         return;
     }
-    if (ctx->matched->id != route_id::ingest || ctx->req.method != "POST") {
+    if (ctx->matched->id == route_id::ingest_connector_path) {
+        // Sub-paths exist only for connectors; on a plain webhook subscription there is no such
+        // resource (a 405 would claim that POST there could work).
+        sink->send(error_response(404, "not_found", "no such path under this subscription"));
+        return;
+    }
+    if (ctx->req.method != "POST") {
         auto res = error_response(405, "method_not_allowed", "webhook ingest accepts POST only");
         res.set_header("allow", "POST");
         sink->send(std::move(res));

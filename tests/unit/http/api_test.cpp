@@ -410,6 +410,18 @@ TEST_F(HttpApiTest, WebhookIngestMapsEveryOutcome) {
     expect_envelope(*call("POST", "/v1/ingest/sub_missing", "{}", ""), 404, "not_found");
 }
 
+TEST_F(HttpApiTest, WebhookSubscriptionHasNoSubPaths) {
+    for (const char* method : {"POST", "GET"}) {
+        auto s = call(method, "/v1/ingest/sub_1/x", "{}", "");
+        expect_envelope(*s, 404, "not_found");
+        EXPECT_FALSE(s->response->header("allow").has_value()) << method;
+        EXPECT_FALSE(bridge_.pending_submit) << method;
+    }
+    auto get = call("GET", "/v1/ingest/sub_1", "", "");
+    expect_envelope(*get, 405, "method_not_allowed"); // the ingest URL itself exists, for POST
+    EXPECT_EQ(get->response->header("allow").value_or(""), "POST");
+}
+
 TEST_F(HttpApiTest, BodyLimitDependsOnTheRoute) {
     EXPECT_EQ(api_->body_limit("POST", "/v1/ingest/sub_1"), 5000u);
     EXPECT_EQ(api_->body_limit("POST", "/v1/ingest/sub_1/x/y"), 5000u);
