@@ -1,5 +1,6 @@
 #include "config/config.hpp"
 
+#include "core/scopes.hpp"
 #include "schedule/cron.hpp"
 
 #include <arpa/inet.h>
@@ -626,11 +627,17 @@ void read_auth(reader& r, const YAML::Node& n, config& c) {
                 if (!v) {
                     continue;
                 }
-                auto colon = v->find(':');
-                if (colon == std::string::npos || colon == 0 || colon + 1 == v->size()) {
-                    r.error(scopes[j].Mark(), sp + ": '" + *v +
-                                                  "' is not a scope (expected resource:action, e.g. "
-                                                  "runs:create)");
+                // Only the scopes a route checks: an unknown one (a typo) grants nothing, so a
+                // key carrying it would load and then answer 403 where access was meant.
+                if (!is_known_scope(*v)) {
+                    std::string valid;
+                    for (auto k : known_scopes) {
+                        valid += (valid.empty() ? "" : ", ") + std::string(k);
+                    }
+                    // Quoted as written: a ${VAR} here is not expanded into the message.
+                    r.error(scopes[j].Mark(), sp + ": '" + scopes[j].Scalar() +
+                                                  "' is not a scope (expected one of " + valid +
+                                                  ")");
                     continue;
                 }
                 a.scopes.push_back(*v);

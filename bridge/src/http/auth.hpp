@@ -1,6 +1,8 @@
 #pragma once
 // Bearer API keys: constant-time lookup, scopes, tenant. Keys come from the config file.
 
+#include "core/scopes.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -8,9 +10,9 @@
 
 namespace wopbridge::http {
 
-inline constexpr std::string_view scope_runs_create = "runs:create";
-inline constexpr std::string_view scope_runs_read = "runs:read";
-inline constexpr std::string_view scope_webhooks_manage = "webhooks:manage";
+using wopbridge::scope_runs_create;
+using wopbridge::scope_runs_read;
+using wopbridge::scope_webhooks_manage;
 
 struct api_key {
     std::string key;

@@ -246,6 +246,26 @@ TEST_F(ConfigTest, LoadingReportsPositionsAndAMissingFile) {
     EXPECT_THAT(missing.errors[0].to_string(), HasSubstr("cannot open the file"));
 }
 
+TEST_F(ConfigTest, UnknownScopeIsRefusedWithItsPositionAndTheValidScopes) {
+    auto e = errors(std::string(base) + "auth:\n  apiKeys:\n"
+                                        "    - {key: \"${WOPBRIDGE_API_KEY}\", scopes: [runs:read, runs:reed]}\n");
+    ASSERT_EQ(e.size(), 1u) << ::testing::PrintToString(e);
+    EXPECT_EQ(e[0], "test.yaml:4:57: auth.apiKeys[0].scopes[1]: 'runs:reed' is not a scope "
+                    "(expected one of runs:create, runs:read, webhooks:manage)");
+    EXPECT_THAT(e[0], ::testing::Not(HasSubstr("key-123")));
+    // Well-formed resource:action is not enough: only the scopes a route checks.
+    EXPECT_THAT(one_error(std::string(base) +
+                          "auth: {apiKeys: [{key: k, scopes: [runs:cancel]}]}\n"),
+                HasSubstr("'runs:cancel' is not a scope"));
+    // A ${VAR} is quoted as written, never expanded into the message.
+    env_["SCOPE"] = "s3cr3t:value";
+    auto var = one_error(std::string(base) + "auth: {apiKeys: [{key: k, scopes: [\"${SCOPE}\"]}]}\n");
+    EXPECT_THAT(var, HasSubstr("'${SCOPE}' is not a scope"));
+    EXPECT_THAT(var, ::testing::Not(HasSubstr("s3cr3t")));
+    EXPECT_TRUE(parse(std::string(base) +
+                      "auth: {apiKeys: [{key: k, scopes: [runs:create, runs:read, webhooks:manage]}]}\n"));
+}
+
 TEST_F(ConfigTest, SecretsNeverAppearInErrors) {
     env_["SECRET"] = "s3cr3t-value";
     auto e = errors("server: {publicUrl: \"${SECRET}\"}\n");

@@ -1,3 +1,4 @@
+#include "core/scopes.hpp"
 #include "http/router.hpp"
 
 #include <gtest/gtest.h>
@@ -77,6 +78,15 @@ TEST_F(RouterTest, OnlyIngestAndDiscoveryAreUnauthenticated) {
         EXPECT_EQ(r.authenticated, !open_route) << r.method << " " << r.pattern;
         if (r.pattern.find("/v1/host/sample/") == 0) {
             EXPECT_TRUE(r.seam) << r.pattern;
+        }
+    }
+}
+
+// The config loader refuses any scope outside core/scopes.hpp, so every route's scope must be one.
+TEST_F(RouterTest, EveryRouteScopeIsAKnownScope) {
+    for (const auto& r : route_table()) {
+        if (!r.scope.empty()) {
+            EXPECT_TRUE(is_known_scope(r.scope)) << r.scope << " on " << r.pattern;
         }
     }
 }
