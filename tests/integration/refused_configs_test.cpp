@@ -194,6 +194,30 @@ TEST_F(RefusedConfigsTest, ADamagedDatabaseIsRefusedAndNotServed) {
     EXPECT_EQ(first_line(served.stdout_text), line);
 }
 
+TEST_F(RefusedConfigsTest, ConnectorSettingsOutsideTheModulesSchemaAreRefusedTheSameWay) {
+    auto config = write_config("hostKeyFile: host.key\n"
+                               "connectors:\n"
+                               "  - {name: hello-1, module: hello, settings: {greting: hi}}",
+                               sqlite_line);
+    expect_both_refuse(config, ": connectors: settings of connector instance 'hello-1' do not "
+                               "match module hello's config schema: /greting");
+}
+
+TEST_F(RefusedConfigsTest, SubscriptionSettingsOutsideTheModulesSchemaAreRefusedTheSameWay) {
+    const std::string path = dir_.file("wopbridge.yaml");
+    std::ofstream(path) << "server: {listen: \"127.0.0.1:0\"}\n"
+                           "store: {sqlite: {path: bridge.db}}\n"
+                           "hostKeyFile: host.key\n"
+                           "runs: {local: {workflows: [{id: wf}]}}\n"
+                           "connectors:\n"
+                           "  - {name: hello-1, module: hello}\n"
+                           "subscriptions:\n"
+                           "  - {id: demo, source: webhook, connector: hello-1, workflowId: wf, "
+                           "settings: {secret: short}}\n";
+    expect_both_refuse(path, ":8:5: subscriptions: settings of subscription demo do not match "
+                             "module hello's subscription schema: /secret");
+}
+
 TEST_F(RefusedConfigsTest, ASyntaxErrorIsRefusedTheSameWay) {
     auto config = write_config("hostKeyFile: host.key\nlogging: {levl: info}", sqlite_line);
     expect_both_refuse(config, ":7:11: logging: unknown key 'levl' (did you mean 'level'?)");

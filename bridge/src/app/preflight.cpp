@@ -3,8 +3,11 @@
 #include "app/host_key_check.hpp"
 #include "config/environment_check.hpp"
 #include "core/secret_box.hpp"
+#include "plugins/module_loader.hpp"
+#include "plugins/settings_schemas.hpp"
 
 #include <filesystem>
+#include <map>
 
 namespace wopbridge {
 namespace {
@@ -70,14 +73,57 @@ std::optional<config_error> check_host_key_against_store(const config& c, store&
     return std::nullopt;
 }
 
+// What serve's connector host checks before it creates an instance (module load, declared schemas,
+// validate()) and before it hands a subscription over (the subscription schema). The modules are
+// loaded but never created or started: check-config opens no ports.
+void check_connectors(const config& c, const std::vector<std::string>& module_dirs,
+                      std::vector<config_error>& problems) {
+    std::map<std::string, settings_schemas> schemas;
+    for (const auto& cc : c.connectors) {
+        auto m = load_module(cc.module, module_dirs);
+        if (!m) {
+            problems.push_back({c.file, 0, 0, "connectors: " + cc.name + ": " + m.error().message});
+            continue;
+        }
+        auto s = settings_schemas::compile(*m);
+        if (!s) {
+            problems.push_back({c.file, 0, 0, "connectors: " + cc.name + ": " + s.error().message});
+            continue;
+        }
+        const std::string settings = cc.settings_json.empty() ? "{}" : cc.settings_json;
+        if (auto r = s->check_config(settings, cc.name); !r) {
+            problems.push_back({c.file, 0, 0, "connectors: " + r.error().message});
+            continue;
+        }
+        if (auto r = m->validate(settings); !r) {
+            problems.push_back({c.file, 0, 0, "connectors: " + cc.name + ": " + r.error().message});
+            continue;
+        }
+        schemas.emplace(cc.name, std::move(*s));
+    }
+    for (const auto& sc : c.subscriptions) {
+        auto it = schemas.find(sc.connector);
+        if (sc.connector.empty() || it == schemas.end()) {
+            continue;
+        }
+        if (auto r = it->second.check_subscription(sc.settings_json.empty() ? "{}" : sc.settings_json,
+                                                   sc.id);
+            !r) {
+            problems.push_back({c.file, sc.line, sc.column, "subscriptions: " + r.error().message});
+        }
+    }
+}
+
 std::vector<config_error> preflight_for_check(const std::string& path, std::optional<config>& out,
-                                              const env_lookup& env) {
+                                              const env_lookup& env,
+                                              const std::vector<std::string>& module_dirs) {
     auto loaded = load_config(path, env);
     if (!loaded) {
         return loaded.errors;
     }
     const config& c = *loaded.value;
     auto problems = check_environment(c);
+    check_connectors(c, module_dirs, problems);
     std::error_code ec;
     const bool store_exists = c.store.backend == store_config::backend_kind::postgres ||
                               std::filesystem::exists(c.store.sqlite_path, ec);

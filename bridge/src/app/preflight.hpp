@@ -30,7 +30,16 @@ std::optional<config_error> check_host_key_against_store(const config& c, store&
 
 // check-config (and serve before it opens anything): the file, the machine (environment_check), then the store when it exists (a
 // SQLite file not there yet is created by serve: nothing to compare). Problems, in that order.
+// Each connector's module loads, its settings match the module's declared schema and pass its
+// validate(), and each config subscription's settings match the subscription schema. Modules are
+// loaded, never created or started (no ports opened). serve runs it too, before its host starts.
+void check_connectors(const config& c, const std::vector<std::string>& module_dirs,
+                      std::vector<config_error>& problems);
+
+// `module_dirs` as serve's --module-path (empty: the default): each connector's module must load,
+// and its settings and its subscriptions' settings match the module's schemas and pass validate().
 std::vector<config_error> preflight_for_check(const std::string& path, std::optional<config>& out,
-                                              const env_lookup& env = process_environment());
+                                              const env_lookup& env = process_environment(),
+                                              const std::vector<std::string>& module_dirs = {});
 
 } // namespace wopbridge

@@ -65,14 +65,14 @@ std::vector<std::string> arg_parser::values(const std::string& name) const {
 int run_check_config(const std::vector<std::string>& args) {
     arg_parser p(args);
     if (p.flag("help") || p.positional().size() != 1) {
-        std::fputs("usage: wopbridge check-config FILE\n"
+        std::fputs("usage: wopbridge check-config FILE [--module-path DIR]...\n"
                    "Validates FILE without starting; prints each problem as file:line:col: what.\n",
                    p.flag("help") ? stdout : stderr);
         return p.flag("help") ? 0 : 2;
     }
     const std::string& path = p.positional().front();
     std::optional<config> cfg;
-    auto problems = preflight_for_check(path, cfg);
+    auto problems = preflight_for_check(path, cfg, process_environment(), p.values("module-path"));
     for (const auto& e : problems) {
         std::fprintf(stderr, "%s\n", e.to_string().c_str());
     }

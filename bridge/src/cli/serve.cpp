@@ -147,7 +147,9 @@ int run_serve(const std::vector<std::string>& args) {
     config cfg = *loaded.value;
     set_log_level(cfg.logging.level);
     // What check-config refuses, serve refuses, with the same lines (app/preflight).
-    if (auto problems = check_environment(cfg); !problems.empty()) {
+    auto problems = check_environment(cfg);
+    check_connectors(cfg, p.values("module-path"), problems);
+    if (!problems.empty()) {
         for (const auto& e : problems) {
             std::fprintf(stderr, "%s\n", e.to_string().c_str());
         }
