@@ -107,6 +107,7 @@ private:
     struct poll_wait;
     struct sse_session;
     void finish_poll(const std::shared_ptr<poll_wait>& w, http_response res);
+    void arm_poll_watch(const std::shared_ptr<poll_wait>& w);
     void pump_sse(const std::shared_ptr<sse_session>& s);
     void end_sse(const std::shared_ptr<sse_session>& s, bool close_stream);
     void arm_keepalive(const std::shared_ptr<sse_session>& s);

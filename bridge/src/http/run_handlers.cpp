@@ -107,7 +107,26 @@ void http_api::poll_events(std::shared_ptr<context> ctx) {
     auto timer = tasks_.after(std::chrono::seconds(timeout_s), [this, w] {
         finish_poll(w, poll_body(poll_result{}));
     });
-    auto watch = bridge_.watch_run(run_id, after, [this, w] {
+    bool finished_early = false;
+    {
+        std::lock_guard lock(w->mu);
+        w->waiter = waiter;
+        w->timer = timer;
+        finished_early = w->done;
+    }
+    if (finished_early) {
+        // finish_poll ran before the tokens were known: release what it could not.
+        tasks_.cancel(timer);
+        remove_waiter(waiter);
+        return;
+    }
+    arm_poll_watch(w);
+}
+
+// A run's watchers wake on any of its events, including a late notification of one this poll
+// already has (the attempt listener reports after the commit): nothing new means wait on.
+void http_api::arm_poll_watch(const std::shared_ptr<poll_wait>& w) {
+    auto watch = bridge_.watch_run(w->ctx->param("runId"), w->after, [this, w] {
         // Any thread, must not block: read on a worker.
         tasks_.post([this, w] {
             {
@@ -118,22 +137,21 @@ void http_api::poll_events(std::shared_ptr<context> ctx) {
             }
             auto r = bridge_.read_events(w->ctx->who.tenant, w->ctx->param("runId"), w->after,
                                          opts_.read_batch);
+            if (r && r->events.empty() && !r->is_complete && !shutting_down_) {
+                arm_poll_watch(w);
+                return;
+            }
             finish_poll(w, r ? poll_body(*r) : error_response(r.error()));
         });
     });
     bool finished_early = false;
     {
         std::lock_guard lock(w->mu);
-        w->waiter = waiter;
-        w->timer = timer;
         w->watch = watch;
         finished_early = w->done;
     }
     if (finished_early) {
-        // finish_poll ran before the tokens were known: release what it could not.
-        tasks_.cancel(timer);
         bridge_.cancel_watch(watch);
-        remove_waiter(waiter);
     }
 }
 
