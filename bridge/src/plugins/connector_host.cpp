@@ -1070,6 +1070,13 @@ module_result<void> connector_host::subscribe(const subscription& sub) {
     }
     sub_entry entry{std::string(source_name(sub.source)), sub.workflow_id,
                     sub.connector_settings_json.empty() ? "{}" : sub.connector_settings_json};
+    {
+        // Unchanged (the connector sync asks again every pass): no schema check, no module call.
+        std::lock_guard lk(inst->mu);
+        if (auto it = inst->subs.find(sub.id); it != inst->subs.end() && it->second == entry) {
+            return {};
+        }
+    }
     if (auto c = inst->schemas.check_subscription(entry.settings_json, sub.id); !c) {
         return c.error();
     }
