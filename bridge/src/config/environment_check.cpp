@@ -1,5 +1,6 @@
 #include "config/environment_check.hpp"
 
+#include "core/paths.hpp"
 #include "core/secret_box.hpp"
 
 #include <cerrno>
@@ -25,25 +26,6 @@ void check_host_key(const config& c, std::vector<config_error>& out) {
                    key + ": " + c.host_key_file + " " + why});
 }
 
-// The nearest folder that exists on the way to `dir`, and whether it is one serve can create in.
-std::string first_missing_problem(const fs::path& dir) {
-    fs::path existing = dir;
-    std::error_code ec;
-    while (!existing.empty() && !fs::exists(existing, ec)) {
-        existing = existing.parent_path();
-    }
-    if (existing.empty()) {
-        return "";
-    }
-    if (!fs::is_directory(existing, ec)) {
-        return existing.string() + " is not a folder";
-    }
-    if (::access(existing.c_str(), W_OK | X_OK) != 0) {
-        return existing.string() + " is not writable by this user";
-    }
-    return "";
-}
-
 void check_sqlite_path(const config& c, std::vector<config_error>& out) {
     if (c.store.backend != store_config::backend_kind::sqlite) {
         return;
@@ -65,7 +47,7 @@ void check_sqlite_path(const config& c, std::vector<config_error>& out) {
         }
         return;
     }
-    if (auto why = first_missing_problem(db.parent_path()); !why.empty()) {
+    if (auto why = why_not_creatable(db.parent_path()); !why.empty()) {
         out.push_back({c.file, line, col,
                        key + ": " + db.string() + " cannot be created (" + why +
                            "): create the folder for the service user or choose another path"});

@@ -1,4 +1,5 @@
 #include "core/secret_box.hpp"
+#include "core/paths.hpp"
 
 #include "wopbridge/signatures.hpp"
 
@@ -195,21 +196,12 @@ std::string secret_box::inspect_key_file(const std::string& key_file, bool& exis
             return "cannot be examined (" + std::string(std::strerror(errno)) +
                    "): give this user access to its folder";
         }
-        // Absent: serve creates it (and its missing folders), from the nearest folder that exists.
-        std::filesystem::path dir = std::filesystem::absolute(key_file).parent_path();
-        std::error_code ec;
-        while (dir.has_relative_path() && !std::filesystem::exists(dir, ec)) {
-            dir = dir.parent_path();
-        }
-        struct stat dst{};
-        if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-            return "cannot be created: " + dir.string() +
-                   " is not a folder; point hostKeyFile at a path under a folder";
-        }
-        if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-            return "does not exist and cannot be created: " + dir.string() +
-                   " is not writable by this user; create the key's folder for the service user "
-                   "or point hostKeyFile at an existing key";
+        // Absent: serve creates it (and its missing folders).
+        if (auto why = why_not_creatable(std::filesystem::path(key_file).parent_path());
+            !why.empty()) {
+            return "cannot be created: " + why +
+                   "; create the key's folder for the service user or point hostKeyFile at an "
+                   "existing key";
         }
         return "";
     }
