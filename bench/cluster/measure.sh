@@ -99,7 +99,7 @@ for n in $node_counts; do
   urls=()
   for i in $(seq 1 "$n"); do
     cat > "$var/node$i.yaml" <<YAML
-server: {listen: "127.0.0.1:$((base + i))"}
+server: {listen: "127.0.0.1:$((base + i))", rateLimits: {perSourceAddress: off}}
 auth:
   apiKeys:
     - {key: $api_key, tenant: default, scopes: [runs:read, webhooks:manage]}
