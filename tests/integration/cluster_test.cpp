@@ -295,7 +295,7 @@ TEST_F(ClusterTest, ANodeWithAnotherHostKeyRefusesToStartAndTheClusterServesOn) 
         std::filesystem::permissions(dir_.file("other.key"), std::filesystem::perms::owner_read);
     }
     const std::string expected = "hostKeyFile: the host key in " + dir_.file("other.key") +
-                                 " is not the key this store was sealed with";
+                                 " is not a key this store opens with";
     auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 60, {}, true);
     EXPECT_EQ(served.exit_code, 2) << served.stdout_text;
     EXPECT_NE(served.stdout_text.find(config + ":"), std::string::npos) << served.stdout_text;
@@ -309,6 +309,66 @@ TEST_F(ClusterTest, ANodeWithAnotherHostKeyRefusesToStartAndTheClusterServesOn) 
     jobs.emplace_back(fresh_webhook_id(), 0);
     send_all(jobs, urls_, 1, [](int) {});
     EXPECT_EQ(jobs[0].status, 202) << jobs[0].body;
+}
+
+// A planned host key rotation with the cluster serving throughout (docs/guarantees/host-key.md):
+// `host-key add` lets the store open with a new key, node 2 restarts on it, `host-key retire`
+// drops the old key. Signatures verify and dedup keys match on every node at every step.
+TEST_F(ClusterTest, AHostKeyRotationKeepsSignaturesAndDedupAcrossTheCluster) {
+    key_files_ = {"host.key", "host.key"};
+    start_nodes(2);
+    auto post = [&](int node, const std::string& webhook_id) {
+        std::vector<ingest_job> jobs;
+        jobs.emplace_back(webhook_id, node);
+        send_all(jobs, urls_, 1, [](int) {});
+        return jobs[0].status;
+    };
+    const std::string before = fresh_webhook_id();
+    ASSERT_EQ(post(0, before), 202);
+
+    const std::string new_key = dir_.file("host-2027.key");
+    auto added = run_program({WOPBRIDGE_PROGRAM, "host-key", "add", "--config", config_for(1),
+                              "--key-file", new_key},
+                             60, {}, true);
+    ASSERT_EQ(added.exit_code, 0) << added.stdout_text;
+    EXPECT_NE(added.stdout_text.find("created and added " + new_key), std::string::npos)
+        << added.stdout_text;
+    EXPECT_EQ(std::filesystem::status(new_key).permissions() & std::filesystem::perms::mask,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+    // Node 2 moves to the new key; node 1 serves on with the old one.
+    nodes_[1]->signal(SIGTERM);
+    ASSERT_EQ(nodes_[1]->wait_exit(30), 0);
+    key_files_[1] = new_key;
+    auto moved = std::make_unique<serve_process>();
+    ASSERT_TRUE(moved->start(config_for(1), dir_.file("node1.log"))) << moved->error;
+    urls_[1] = moved->url();
+    nodes_[1] = std::move(moved);
+    auto status = run_program({WOPBRIDGE_PROGRAM, "host-key", "status", "--config", config_for(1)},
+                              60, {}, true);
+    EXPECT_EQ(status.exit_code, 0) << status.stdout_text;
+    EXPECT_NE(status.stdout_text.find("2 keys open it"), std::string::npos) << status.stdout_text;
+
+    EXPECT_EQ(post(1, before), 200) << "an event taken before the rotation is still a duplicate";
+    const std::string during = fresh_webhook_id();
+    EXPECT_EQ(post(1, during), 202) << node_logs();
+    EXPECT_EQ(post(0, during), 200);
+
+    auto retired = run_program({WOPBRIDGE_PROGRAM, "host-key", "retire", "--config", config_for(1)},
+                               60, {}, true);
+    ASSERT_EQ(retired.exit_code, 0) << retired.stdout_text;
+    EXPECT_NE(retired.stdout_text.find("retired 1 other key"), std::string::npos)
+        << retired.stdout_text;
+    // Node 1 still runs on the retired key until it restarts; then it is refused.
+    EXPECT_EQ(post(0, fresh_webhook_id()), 202);
+    nodes_[0]->signal(SIGTERM);
+    ASSERT_EQ(nodes_[0]->wait_exit(30), 0);
+    auto refused = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config_for(0)}, 60, {}, true);
+    EXPECT_EQ(refused.exit_code, 2) << refused.stdout_text;
+    EXPECT_NE(refused.stdout_text.find("is not a key this store opens with"), std::string::npos)
+        << refused.stdout_text;
+    EXPECT_EQ(post(1, before), 200);
+    EXPECT_EQ(post(1, fresh_webhook_id()), 202);
 }
 
 // A connector subscription registered over the API on one node is served by the others (their

@@ -121,11 +121,49 @@ TEST_F(RefusedConfigsTest, AReplacedHostKeyIsRefusedAndTheOriginalServesAgain) {
     ASSERT_EQ(original.size(), 32u);
     write_key(dir_.file("host.key"), 32, 'x', 0600);
     expect_both_refuse(config, ":6:14: hostKeyFile: the host key in " + dir_.file("host.key") +
-                                   " is not the key this store was sealed with");
+                                   " is not a key this store opens with");
     // Restoring the key is the fix.
     {
         std::ofstream(dir_.file("host.key"), std::ios::binary | std::ios::trunc) << original;
     }
+    auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 30, {}, true);
+    EXPECT_EQ(checked.exit_code, 0) << checked.stdout_text;
+    serve_once(config);
+}
+
+// `wopbridge host-key` on SQLite: a key the store does not know cannot add another or retire the
+// others; the in-place replacement of the key file (the other way to move nodes) is then served.
+TEST_F(RefusedConfigsTest, HostKeyRotationRefusesUnknownKeysAndServesTheNewKeyInPlace) {
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    serve_once(config);
+    auto same = run_program({WOPBRIDGE_PROGRAM, "host-key", "add", "--config", config, "--key-file",
+                             dir_.file("host.key")},
+                            30, {}, true);
+    EXPECT_EQ(same.exit_code, 2) << same.stdout_text;
+    EXPECT_THAT(same.stdout_text, HasSubstr("is the key in use; give a new file"));
+
+    write_key(dir_.file("stranger.key"), 32, 's', 0600);
+    auto stranger_config = write_config("hostKeyFile: stranger.key", sqlite_line);
+    for (const char* verb : {"add", "retire"}) {
+        auto refused = run_program({WOPBRIDGE_PROGRAM, "host-key", verb, "--config",
+                                    stranger_config, "--key-file", dir_.file("next.key")},
+                                   30, {}, true);
+        EXPECT_EQ(refused.exit_code, 2) << verb << ": " << refused.stdout_text;
+        EXPECT_THAT(refused.stdout_text, HasSubstr("hostKeyFile: the host key in " +
+                                                   dir_.file("stranger.key") +
+                                                   " is not a key this store opens with"));
+    }
+    EXPECT_FALSE(fs::exists(dir_.file("next.key")));
+
+    config = write_config("hostKeyFile: host.key", sqlite_line);
+    auto added = run_program({WOPBRIDGE_PROGRAM, "host-key", "add", "--config", config, "--key-file",
+                              dir_.file("next.key")},
+                             30, {}, true);
+    ASSERT_EQ(added.exit_code, 0) << added.stdout_text;
+    fs::rename(dir_.file("next.key"), dir_.file("host.key")); // the new key in the old one's place
+    auto retired = run_program({WOPBRIDGE_PROGRAM, "host-key", "retire", "--config", config}, 30,
+                               {}, true);
+    ASSERT_EQ(retired.exit_code, 0) << retired.stdout_text;
     auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 30, {}, true);
     EXPECT_EQ(checked.exit_code, 0) << checked.stdout_text;
     serve_once(config);

@@ -134,12 +134,13 @@ struct bridge::impl final : run_lifecycle_sink {
     std::unique_ptr<seam_aware_starter> starter;
     clock_source& clock;
     synchronized_random random;
-    result<secret_box> box;
+    result<secret_box> host_key; // the hostKeyFile: opens the store's data key
+    result<secret_box> box;      // the store's data key once ensure_host_key() opened it
     std::optional<error_info> key_refusal; // set once the key was checked against the store
     // Set by a commit that failed on the store (full disk, read-only file, lost connection),
     // cleared by the next that succeeds (or by /readyz's write probe): one log line each way.
     std::atomic<bool> store_failing{false};
-    bool key_bound = false;
+    std::atomic<bool> key_bound{false};
     std::unique_ptr<delivery_engine> engine;
     std::unique_ptr<scheduler> sched;
 
@@ -198,7 +199,8 @@ struct bridge::impl final : run_lifecycle_sink {
           starter(std::make_unique<seam_aware_starter>(std::move(starter_in), settings.test_seams)),
           clock(clock_in),
           random(random_in),
-          box(secret_box::open(settings.host_key_file, random)) {
+          host_key(secret_box::open(settings.host_key_file, random)),
+          box(host_key) {
         settings.dedup_retention_ms = std::max(settings.dedup_retention_ms, day_ms);
         delivery_engine_options opts;
         opts.max_in_flight = std::max(1, settings.max_in_flight_deliveries);
@@ -328,12 +330,16 @@ struct bridge::impl final : run_lifecycle_sink {
 
     // ---- host key vs store -----------------------------------------------------------------------
 
-    // Binds the store to this host key on first use and refuses another key afterwards: signatures
-    // and dedup keys are host-keyed, so two keys on one store would answer 401 to correctly signed
-    // requests and start a second run for an event already taken.
+    // Opens the store's data key with this host key, binding a new store to it, and refuses a key
+    // the store does not know: secrets, signatures and dedup keys depend on the data key, so a key
+    // that cannot open it would answer 401 to correctly signed requests and start a second run for
+    // an event already taken. Everything that uses `box` comes through here first.
     result<void> ensure_host_key() {
+        if (key_bound.load(std::memory_order_acquire)) {
+            return {};
+        }
         std::lock_guard lock(key_mutex);
-        if (key_bound) {
+        if (key_bound.load(std::memory_order_relaxed)) {
             return {};
         }
         if (key_refusal) {
@@ -343,22 +349,25 @@ struct bridge::impl final : run_lifecycle_sink {
             key_refusal = error_info{code, std::move(message)};
             return make_error_code(code);
         };
-        if (!box) {
+        if (!host_key) {
             return refuse(errc::invalid_argument,
                           "the host key file " + settings.host_key_file + " cannot be used");
         }
         if (settings.host_key_file.empty()) {
-            key_bound = true; // an ephemeral key (tests): nothing sealed outlives the process
+            // An ephemeral key (tests): it is its own data key; nothing sealed outlives the process.
+            key_bound.store(true, std::memory_order_release);
             return {};
         }
-        auto verdict = check_host_key(*st, *box, true);
-        if (!verdict) {
-            return verdict.error(); // the store is unavailable: try again later, nothing is decided
+        auto unlocked = unlock_data_key(*st, *host_key, random, true);
+        if (!unlocked) {
+            return unlocked.error(); // the store is unavailable: try again later, nothing is decided
         }
-        if (*verdict == host_key_verdict::differs) {
+        if (unlocked->verdict == host_key_verdict::differs) {
             return refuse(errc::conflict, wrong_host_key_message(settings.host_key_file));
         }
-        key_bound = true;
+        // In place: the outbound dispatcher holds a reference to this box.
+        *box = std::move(*unlocked->data_key);
+        key_bound.store(true, std::memory_order_release);
         return {};
     }
 
@@ -527,7 +536,7 @@ struct bridge::impl final : run_lifecycle_sink {
             // whenNotActive: hold: committed `held`, released by store::release_held on resume.
             hold = true;
         }
-        if (!box) {
+        if (!ensure_host_key()) {
             done(status_only(submit_status::unavailable, "host key unavailable"));
             return;
         }
@@ -634,7 +643,7 @@ struct bridge::impl final : run_lifecycle_sink {
             done(status_only(submit_status::not_active, "subscription not active"));
             return;
         }
-        if (!box) {
+        if (!ensure_host_key()) {
             done(status_only(submit_status::unavailable, "host key unavailable"));
             return;
         }
@@ -1281,8 +1290,8 @@ result<seam_deliver_result> bridge::seam_deliver(const seam_deliver_request& req
     if (!m.settings.test_seams) {
         return make_error_code(errc::not_found);
     }
-    if (!m.box) {
-        return m.box.error();
+    if (auto keyed = m.ensure_host_key(); !keyed) {
+        return keyed.error();
     }
     auto source = req.source.empty() ? std::optional(source_kind::webhook) : parse_source_kind(req.source);
     if (!source) {

@@ -99,8 +99,19 @@ public:
     result<void> set_run_status(const std::string& id, run_status s, millis at) override {
         return inner_->set_run_status(id, s, at);
     }
-    result<std::string> bind_host_key_check(const std::string& check) override {
-        return inner_->bind_host_key_check(check);
+    result<std::string> bind_host_key_check(const std::string& check,
+                                            const std::string& wrapped_data_key) override {
+        return inner_->bind_host_key_check(check, wrapped_data_key);
+    }
+    result<bool> has_keyed_rows() override { return inner_->has_keyed_rows(); }
+    result<std::map<std::string, std::string>> data_key_wraps() override {
+        return inner_->data_key_wraps();
+    }
+    result<void> add_data_key_wrap(const std::string& check, const std::string& wrapped) override {
+        return inner_->add_data_key_wrap(check, wrapped);
+    }
+    result<int> retire_data_key_wraps(const std::string& keep_check) override {
+        return inner_->retire_data_key_wraps(keep_check);
     }
     result<std::string> host_key_check() override { return inner_->host_key_check(); }
     result<void> probe_write() override { return inner_->probe_write(); }

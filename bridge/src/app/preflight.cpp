@@ -66,8 +66,9 @@ std::optional<config_error> check_host_key_against_store(const config& c, store&
     if (!box) {
         return std::nullopt; // environment_check reported why it cannot be read
     }
-    auto verdict = check_host_key(st, *box, false);
-    if (verdict && *verdict == host_key_verdict::differs) {
+    system_random_source random;
+    auto verdict = unlock_data_key(st, *box, random, false);
+    if (verdict && verdict->verdict == host_key_verdict::differs) {
         return at_host_key(c, wrong_host_key_message(c.host_key_file));
     }
     return std::nullopt;

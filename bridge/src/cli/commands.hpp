@@ -12,6 +12,7 @@ int run_check_config(const std::vector<std::string>& args);
 int run_reload(const std::vector<std::string>& args);
 int run_connectors(const std::vector<std::string>& args);
 int run_connector_check(const std::vector<std::string>& args);
+int run_host_key(const std::vector<std::string>& args);
 
 // "--name value" / "--name=value" lookup; nullopt-like empty string when absent.
 struct arg_parser {

@@ -21,6 +21,7 @@ void print_usage(std::FILE* out) {
                "  connectors [--module-path DIR]             list connector modules on the module path\n"
                "  connector-check MODULE.so [--config JSON]  run the connector conformance kit on a "
                "module\n"
+               "  host-key status|add|retire --config FILE   rotate the store's host key\n"
                "  version                                    print the version\n"
                "  subscriptions list|show|pause|resume|delete   manage a running bridge (client)\n"
                "  deliveries list SUB                        a subscription's deliveries (client)\n"
@@ -61,6 +62,9 @@ int main(int argc, char** argv) {
         }
         if (cmd == "connectors") {
             return wopbridge::cli::run_connectors(args);
+        }
+        if (cmd == "host-key") {
+            return wopbridge::cli::run_host_key(args);
         }
         if (cmd == "connector-check") {
             return wopbridge::cli::run_connector_check(args);

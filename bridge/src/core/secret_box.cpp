@@ -237,6 +237,24 @@ result<secret_box> secret_box::load(const std::string& key_file) {
     return secret_box(std::move(*key));
 }
 
+secret_box secret_box::generate(random_source& random) {
+    std::string key(key_size, '\0');
+    random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
+    return secret_box(std::move(key));
+}
+
+std::string secret_box::wrap(const secret_box& data_key, random_source& random) const {
+    return seal(data_key.key_, random);
+}
+
+result<secret_box> secret_box::unwrap(std::string_view wrapped) const {
+    auto key = unseal(wrapped);
+    if (!key) {
+        return key.error();
+    }
+    return from_key(std::move(*key));
+}
+
 std::string secret_box::key_check() const {
     return "hk1:" + hmac_hex("wopbridge host key check v1").substr(0, 32);
 }

@@ -1,6 +1,8 @@
 #pragma once
-// The host key and what it protects: signing secrets sealed with AES-256-GCM (so a copy of the
-// database alone does not reveal them), host-keyed secret fingerprints and host-opaque dedup keys.
+// A 32-byte key and what it protects. A store's *data key* seals signing secrets with AES-256-GCM
+// (so a copy of the database alone does not reveal them) and keys secret fingerprints and dedup
+// keys; the *host key* (the hostKeyFile) only wraps the data key, so the host key can be rotated
+// without touching a sealed column or a dedup row (docs/guarantees/host-key.md).
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -25,6 +27,12 @@ public:
     static std::string inspect_key_file(const std::string& key_file, bool& exists);
     // Reads an existing key file (never creates one): check-config and key checks.
     static result<secret_box> load(const std::string& key_file);
+    // A box over fresh random bytes: a new store's data key.
+    static secret_box generate(random_source& random);
+
+    // `data_key` sealed under this key (a host key wraps its store's data key), and back.
+    std::string wrap(const secret_box& data_key, random_source& random) const;
+    result<secret_box> unwrap(std::string_view wrapped) const;
 
     // "v1:" + base64(nonce[12] + ciphertext + tag[16]).
     std::string seal(std::string_view plaintext, random_source& random) const;

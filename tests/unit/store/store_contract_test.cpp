@@ -1044,11 +1044,36 @@ TEST_P(StoreContractTest, RunStatusAndListing) {
     EXPECT_EQ(store_->run_events_after("run_x", -1, 10).error(), errc::not_found);
 }
 
-TEST_P(StoreContractTest, TheFirstHostKeyCheckBoundIsKept) {
+TEST_P(StoreContractTest, TheFirstHostKeyCheckBoundIsKeptWithItsWrap) {
     EXPECT_EQ(store_->host_key_check().value(), "");
-    EXPECT_EQ(store_->bind_host_key_check("hk1:aaaa").value(), "hk1:aaaa");
-    EXPECT_EQ(store_->bind_host_key_check("hk1:bbbb").value(), "hk1:aaaa");
+    EXPECT_TRUE(store_->data_key_wraps()->empty());
+    EXPECT_EQ(store_->bind_host_key_check("hk1:aaaa", "v1:wrap-a").value(), "hk1:aaaa");
+    EXPECT_EQ(store_->bind_host_key_check("hk1:bbbb", "v1:wrap-b").value(), "hk1:aaaa");
     EXPECT_EQ(store_->host_key_check().value(), "hk1:aaaa");
+    // The loser's wrap was not written: only the winner's key opens the store.
+    const std::map<std::string, std::string> winner{{"hk1:aaaa", "v1:wrap-a"}};
+    EXPECT_EQ(store_->data_key_wraps().value(), winner);
+}
+
+TEST_P(StoreContractTest, RotationAddsAWrapAndRetireKeepsOnlyOne) {
+    ASSERT_TRUE(store_->bind_host_key_check("hk1:old", "v1:old"));
+    ASSERT_TRUE(store_->add_data_key_wrap("hk1:new", "v1:new"));
+    ASSERT_TRUE(store_->add_data_key_wrap("hk1:new", "v1:other")); // the first wrap stays
+    const std::map<std::string, std::string> both{{"hk1:new", "v1:new"}, {"hk1:old", "v1:old"}};
+    EXPECT_EQ(store_->data_key_wraps().value(), both);
+    EXPECT_EQ(store_->retire_data_key_wraps("hk1:unknown").error(), errc::not_found);
+    EXPECT_EQ(store_->data_key_wraps()->size(), 2u);
+    EXPECT_EQ(store_->retire_data_key_wraps("hk1:new").value(), 1);
+    const std::map<std::string, std::string> kept{{"hk1:new", "v1:new"}};
+    EXPECT_EQ(store_->data_key_wraps().value(), kept);
+    EXPECT_EQ(store_->host_key_check().value(), "hk1:new");
+    EXPECT_EQ(store_->retire_data_key_wraps("hk1:new").value(), 0);
+}
+
+TEST_P(StoreContractTest, KeyedRowsAreSubscriptionsDedupRowsAndOutboundWebhooks) {
+    EXPECT_FALSE(store_->has_keyed_rows().value());
+    add_subscription("sub_a");
+    EXPECT_TRUE(store_->has_keyed_rows().value());
 }
 
 TEST_P(StoreContractTest, EndRunCommitsTheLastEventAndTheStatusTogether) {
