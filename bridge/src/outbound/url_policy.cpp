@@ -73,6 +73,23 @@ bool forbidden_v6(const unsigned char* a) {
 
 bool is_loopback_literal(std::string_view host) { return host == "127.0.0.1"; }
 
+// A host whose last label is a number is an IPv4 address to URL parsers and resolvers (127.1,
+// 0x7f.0.0.1, 017700000001, 2130706433 all mean 127.0.0.1 to inet_aton): anything but the
+// dotted-quad spelling is refused, so the policy never judges an address it did not parse.
+bool ends_in_a_number(std::string_view host) {
+    const auto dot = host.rfind('.');
+    std::string_view last = dot == std::string_view::npos ? host : host.substr(dot + 1);
+    if (last.empty()) {
+        return false;
+    }
+    if (last.size() >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X')) {
+        last.remove_prefix(2);
+        return std::all_of(last.begin(), last.end(),
+                           [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+    }
+    return std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 } // namespace
 
 bool is_forbidden_address(std::string_view ip) {
@@ -95,6 +112,12 @@ result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopba
     };
     auto parsed = boost::urls::parse_absolute_uri(url);
     if (!parsed) {
+        return refuse("url is not an absolute URI");
+    }
+    const auto path = parsed->encoded_path();
+    if (!path.empty() && path.front() != '/') {
+        // After an authority the path starts with "/" (RFC 3986 path-abempty); Boost.URL 1.81
+        // takes "https://1.2.3.4.5/x" as host 1.2.3.4 and path ".5/x", so such URLs are refused.
         return refuse("url is not an absolute URI");
     }
     webhook_target t;
@@ -136,6 +159,9 @@ result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopba
     if (host == "localhost" || host.ends_with(".localhost") || host == "metadata" ||
         host == "metadata.google.internal") {
         return refuse("url host is not allowed");
+    }
+    if (!t.host_is_ip && ends_in_a_number(host)) {
+        return refuse("url host is a numeric address not written as a.b.c.d");
     }
     if (t.host_is_ip && is_forbidden_address(host)) {
         return refuse("url address is not allowed");

@@ -95,6 +95,33 @@ TEST_F(UrlPolicyTest, RefusesIpv6FormsOfForbiddenDestinations) {
     EXPECT_FALSE(is_forbidden_address("::ffff:8.8.8.8"));
 }
 
+// Short and numeric IPv4 spellings resolve to the address they encode (inet_aton): each used to
+// pass registration as a "name" and fail only at delivery.
+TEST_F(UrlPolicyTest, RefusesNumericHostsNotWrittenAsADottedQuad) {
+    for (const char* url : {
+             "https://127.1/x",
+             "https://127.0.1/x",
+             "https://0x7f.0.0.1/x",
+             "https://0X7F000001/x",
+             "https://017700000001/x",
+             "https://2130706433/x",
+             "https://10.1/x",
+             "https://93.184.216.34.1/x", // five parts
+             "https://hooks.example.123/x",
+             "https://hooks.example.0x1f/x",
+         }) {
+        std::string why;
+        EXPECT_FALSE(check_webhook_url(url, false, why)) << url;
+    }
+    std::string why;
+    ASSERT_FALSE(check_webhook_url("https://127.1/x", false, why));
+    EXPECT_EQ(why, "url host is a numeric address not written as a.b.c.d");
+    EXPECT_TRUE(accepted("https://93.184.216.34/hook"));
+    EXPECT_TRUE(accepted("https://hooks.example.com/hook"));
+    EXPECT_TRUE(accepted("https://123.example.com/hook")); // a number, but not the last label
+    EXPECT_TRUE(accepted("https://hooks.example.0xyz/hook"));
+}
+
 TEST_F(UrlPolicyTest, LoopbackHttpOnlyWithTheSwitchAndOnlyForOneTwoSevenZeroZeroOne) {
     EXPECT_FALSE(accepted("http://127.0.0.1:8080/hook", false));
     EXPECT_TRUE(accepted("http://127.0.0.1:8080/hook", true));
