@@ -1216,6 +1216,19 @@ TEST_P(StoreContractTest, DestructorAnswersEveryQueuedIntake) {
     EXPECT_EQ(store_->list_deliveries("sub_a", {100, {}})->items.size(), 50u);
 }
 
+TEST_P(StoreContractTest, ARefusedSignaturesAttemptEventGoesWithItsDeadLetter) {
+    add_subscription("sub_a");
+    ASSERT_TRUE(store_->record_verification_refusal({"sub_a", "k1", "evt_ref_1", t0, t0 + 1000}));
+    ASSERT_TRUE(store_->record_verification_refusal({"sub_a", "k2", "evt_ref_2", t0, t0 + 5000}));
+    ASSERT_EQ(store_->subscription_events("sub_a")->size(), 2u);
+    EXPECT_EQ(store_->purge_expired(t0 + 999).value(), 0);
+    EXPECT_EQ(store_->purge_expired(t0 + 1000).value(), 2); // the dead letter and its event
+    auto events = store_->subscription_events("sub_a").value();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].event_id, "evt_ref_2");
+    EXPECT_EQ(store_->list_dead_letters("sub_a", {}, t0)->items.size(), 1u);
+}
+
 TEST_P(StoreContractTest, PingAndPurge) {
     EXPECT_TRUE(store_->ping());
     add_subscription("sub_a");

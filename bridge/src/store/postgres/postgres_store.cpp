@@ -1061,9 +1061,15 @@ class postgres_store final : public store {
 
     result<int> purge_expired(millis now) override {
         return write([&](connection& c) -> result<int> {
+            // A refused signature's run-less attempt event goes with its dead letter (every part
+            // of the statement sees the dead letters as they were before it).
             auto r = c.exec("WITH a AS (DELETE FROM dedup WHERE expires_at < $1 RETURNING 1), "
+                            "e AS (DELETE FROM subscription_events WHERE event_id IN (SELECT "
+                            "attempt_event_id FROM dead_letters WHERE expires_at <= $1 AND "
+                            "reason = 'verification_failed') RETURNING 1), "
                             "b AS (DELETE FROM dead_letters WHERE expires_at <= $1 RETURNING 1) "
-                            "SELECT (SELECT COUNT(*) FROM a) + (SELECT COUNT(*) FROM b)",
+                            "SELECT (SELECT COUNT(*) FROM a) + (SELECT COUNT(*) FROM e) + "
+                            "(SELECT COUNT(*) FROM b)",
                             {p(now)});
             if (!r) {
                 return r.error();

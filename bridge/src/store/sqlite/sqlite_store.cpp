@@ -1038,6 +1038,14 @@ class sqlite_store final : public store {
             dedup.bind(1, now);
             WB_TRY(dedup.run());
             auto removed = writer_->changes();
+            // A refused signature's run-less attempt event goes with its dead letter: forged posts
+            // must not leave a row behind for ever (their retention is the short one).
+            auto refused = writer_->prepare(
+                "DELETE FROM subscription_events WHERE event_id IN (SELECT attempt_event_id FROM "
+                "dead_letters WHERE expires_at <= ?1 AND reason = 'verification_failed')");
+            refused.bind(1, now);
+            WB_TRY(refused.run());
+            removed += writer_->changes();
             auto dead = writer_->prepare("DELETE FROM dead_letters WHERE expires_at <= ?1");
             dead.bind(1, now);
             WB_TRY(dead.run());
