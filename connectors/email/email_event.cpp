@@ -1,5 +1,6 @@
 #include "email_event.hpp"
 
+#include <wopbridge/json_bytes.hpp>
 #include <wopbridge/json_util.hpp>
 #include <wopbridge/signatures.hpp>
 
@@ -34,7 +35,7 @@ std::string email_content_json(const email_content& c) {
     for (const auto& a : c.attachments) {
         boost::json::object o{{"ref", a.ref}, {"bytes", a.bytes}};
         if (!a.filename.empty()) {
-            o["filename"] = text(a.filename);
+            o["filename"] = json::carried_text(a.filename); // AttachmentRef's string: lossless
         }
         if (!a.media_type.empty()) {
             o["mediaType"] = text(a.media_type);

@@ -320,9 +320,9 @@ std::string form_content_json(const param_list& fields, const std::vector<stored
         boost::json::object ref;
         ref["ref"] = f.ref;
         if (!f.filename.empty()) {
-            // AttachmentRef is closed and its filename a string: a name that is not UTF-8 is carried
-        // with U+FFFD for the bad bytes (the file's own bytes are intact in the blob).
-        ref["filename"] = wopbridge::json::lossy_utf8(f.filename);
+            // AttachmentRef is closed and its filename a string: a name that is not UTF-8 is
+            // carried as "$base64:<its bytes>" (json_bytes.hpp), so no byte of it is lost.
+            ref["filename"] = wopbridge::json::carried_text(f.filename);
         }
         if (!f.media_type.empty()) {
             ref["mediaType"] = wopbridge::json::lossy_utf8(f.media_type);

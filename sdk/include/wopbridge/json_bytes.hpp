@@ -6,7 +6,9 @@
 // drop bytes, content carries such a string losslessly as
 //
 //     {"$base64": "<standard base64, padded>"}     (a value that is not valid UTF-8)
-//     "$base64:<standard base64, padded>"           (an object key that is not valid UTF-8)
+//     "$base64:<standard base64, padded>"           (an object key, or a value whose schema
+//                                                    allows only a string, e.g. an AttachmentRef
+//                                                    filename, that is not valid UTF-8)
 //
 // Valid UTF-8 strings are left as they are, so the marker appears only where bytes needed it.
 // A run decodes the marker with any base64 decoder. Content stays untrusted: a JSON sender can
@@ -27,6 +29,15 @@ inline constexpr std::string_view bytes_marker = "$base64";
 
 inline boost::json::value carried_bytes(std::string_view raw) {
     return boost::json::object{{bytes_marker, sig::base64_encode(raw)}};
+}
+
+// For a place that must hold a string: `raw` itself when it is valid UTF-8, else the string form
+// of the marker.
+inline std::string carried_text(std::string_view raw) {
+    if (valid_utf8(raw)) {
+        return std::string(raw);
+    }
+    return std::string(bytes_marker) + ":" + sig::base64_encode(raw);
 }
 
 // Rewrites every string value and object key in `v` that is not valid UTF-8 into the marker.
@@ -55,10 +66,7 @@ inline bool carry_invalid_utf8(boost::json::value& v) {
             boost::json::object fixed;
             for (auto& kv : o) {
                 const std::string_view k = kv.key();
-                std::string key = valid_utf8(k) ? std::string(k)
-                                                : std::string(bytes_marker) + ":" +
-                                                      sig::base64_encode(k);
-                fixed.emplace(key, std::move(kv.value()));
+                fixed.emplace(carried_text(k), std::move(kv.value()));
             }
             v = std::move(fixed);
             changed = true;
