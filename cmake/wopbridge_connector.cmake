@@ -1,6 +1,6 @@
 # wopbridge_add_connector(<name> SOURCES ... [LIBRARIES ...]): a connector module, built as a MODULE
 # with hidden visibility and a version script (only the entry symbol is exported), placed at
-# <build>/lib/wopbridge/<name>.so and installed to <prefix>/lib/wopbridge/<name>.so.
+# <build>/lib/wopbridge/connectors/<name>.so and installed to <prefix>/lib/wopbridge/connectors/<name>.so.
 # Works in the wopbridge tree and, through find_package(wopbridge), out of tree.
 include(GNUInstallDirs)
 
@@ -12,7 +12,7 @@ function(wopbridge_add_connector name)
   if(DEFINED WOPBRIDGE_MODULE_DIR)
     set(out_dir ${WOPBRIDGE_MODULE_DIR})
   else()
-    set(out_dir ${CMAKE_BINARY_DIR}/lib/wopbridge)
+    set(out_dir ${CMAKE_BINARY_DIR}/lib/wopbridge/connectors)
   endif()
   add_library(${name} MODULE ${ARG_SOURCES})
   set_target_properties(${name} PROPERTIES
@@ -26,5 +26,6 @@ function(wopbridge_add_connector name)
   # wopbridge::sdk carries the version script and --exclude-libs for MODULE targets.
   target_link_libraries(${name} PRIVATE wopbridge::sdk ${ARG_LIBRARIES})
   target_link_options(${name} PRIVATE -Wl,--no-undefined)
-  install(TARGETS ${name} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/wopbridge)
+  # A fixed lib/ (not the multiarch libdir): the executable looks in ../lib/wopbridge/connectors.
+  install(TARGETS ${name} LIBRARY DESTINATION lib/wopbridge/connectors)
 endfunction()

@@ -3,7 +3,9 @@
 // attempt, a SIGKILLed bridge that loses and duplicates nothing, a Redis restart (and a Redis that
 // comes up after the bridge) survived, and a message whose run never starts dead-lettered and
 // acked. Every check goes through the REST API (deliveries, runs, poll, dead letters) or Redis.
+#include "app/host_key_check.hpp"
 #include "core/secret_box.hpp"
+#include "store/store.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -22,6 +24,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -38,8 +41,8 @@ using namespace std::chrono_literals;
 
 constexpr const char* api_key = "hk_queue";
 constexpr const char* sub_id = "orders";
-// The host key is fixed so the test can compute the host-opaque dedup key of every message
-// ("dk_" + HMAC(host key, subscription + "\n" + "<stream>:<message id>")).
+// The host key is fixed so the test can open the store's data key and compute the host-opaque
+// dedup key of every message ("dk_" + HMAC(data key, subscription + "\n" + "<stream>:<id>")).
 const std::string host_key(32, 'q');
 
 struct config_options {
@@ -125,9 +128,19 @@ class QueueServeTest : public ::testing::Test {
         return n;
     }
 
-    static std::string dedup_key_of(const std::string& message_id) {
-        auto box = secret_box::from_key(host_key);
-        return box->dedup_key(sub_id, std::string("orders:") + message_id);
+    std::string dedup_key_of(const std::string& message_id) {
+        if (!data_key_) {
+            // The store was bound by serve's first start: its data key, opened as serve opens it.
+            sqlite_options o;
+            o.path = dir_.file("bridge.db");
+            auto st = open_sqlite_store(o);
+            EXPECT_TRUE(st.has_value());
+            system_random_source random;
+            auto unlocked = unlock_data_key(**st, *secret_box::from_key(host_key), random, false);
+            EXPECT_TRUE(unlocked && unlocked->data_key);
+            data_key_ = *unlocked->data_key;
+        }
+        return data_key_->dedup_key(sub_id, std::string("orders:") + message_id);
     }
 
     // XADDs `n` messages through one real redis-cli (commands on its stdin); returns their ids.
@@ -241,6 +254,7 @@ class QueueServeTest : public ::testing::Test {
     }
 
     temp_dir dir_;
+    std::optional<secret_box> data_key_;
 };
 
 TEST_F(QueueServeTest, DiscoveryAdvertisesTheQueueBusOnlyWhileTheModuleIsLoaded) {

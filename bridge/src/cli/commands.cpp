@@ -89,8 +89,9 @@ int run_connectors(const std::vector<std::string>& args) {
     arg_parser p(args);
     if (p.flag("help")) {
         std::puts("usage: wopbridge connectors [--module-path DIR]...\n"
-                  "Lists the connector modules found on the module path (default: ../lib/wopbridge\n"
-                  "next to the executable) with name, version, status, ABI and source.");
+                  "Lists the connector modules found on the module path (default:\n"
+                  "../lib/wopbridge/connectors next to the executable) with name, version, status,\n"
+                  "ABI and source.");
         return 0;
     }
     auto rows = list_modules(p.values("module-path"));

@@ -218,7 +218,7 @@ std::vector<std::string> default_module_dirs() {
     if (ec) {
         return {};
     }
-    return {(exe.parent_path() / ".." / "lib" / "wopbridge").lexically_normal().string()};
+    return {(exe.parent_path() / ".." / "lib" / "wopbridge" / "connectors").lexically_normal().string()};
 }
 
 module_result<loaded_module> load_module(const std::string& path_or_name,

@@ -57,7 +57,7 @@ struct loaded_module {
 // ("ABI major 2, host supports 1", "invalid descriptor: ...").
 std::string descriptor_problem(const wb_connector_descriptor* d);
 
-// <dir of /proc/self/exe>/../lib/wopbridge
+// <dir of /proc/self/exe>/../lib/wopbridge/connectors
 std::vector<std::string> default_module_dirs();
 
 // A value containing '/' or ending in ".so" is a path; anything else is a name looked up as

@@ -280,7 +280,7 @@ TEST_F(ModuleLoaderTest, FormatsTheListing) {
 TEST_F(ModuleLoaderTest, DefaultModulePathIsNextToTheProgram) {
     const auto dirs = default_module_dirs();
     ASSERT_EQ(dirs.size(), 1u);
-    EXPECT_THAT(dirs[0], ::testing::EndsWith("/lib/wopbridge"));
+    EXPECT_THAT(dirs[0], ::testing::EndsWith("/lib/wopbridge/connectors"));
 }
 
 TEST_F(ModuleLoaderTest, BuiltModulesExportOnlyTheEntrySymbol) {
