@@ -19,6 +19,7 @@
 #include <boost/json.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -109,15 +110,45 @@ result<void> apply_subscriptions(const config& c, bridge& b, connector_sync* syn
     return {};
 }
 
+// --listen, else $WOPBRIDGE_LISTEN, else server.listen: examples and a second local bridge pick
+// their address without editing the file. A publicUrl the file did not set follows it.
+bool apply_listen_override(const arg_parser& p, config& cfg) {
+    std::string listen = p.value("listen");
+    const char* from = "--listen";
+    if (listen.empty()) {
+        const char* env = std::getenv("WOPBRIDGE_LISTEN");
+        listen = env != nullptr ? env : "";
+        from = "WOPBRIDGE_LISTEN";
+    }
+    if (listen.empty()) {
+        return true;
+    }
+    const std::string scheme = cfg.server.tls ? "https://" : "http://";
+    const bool derived_url = cfg.server.public_url == scheme + cfg.server.listen;
+    if (!parse_listen(listen, cfg.server.listen_host, cfg.server.listen_port)) {
+        std::fprintf(stderr,
+                     "wopbridge serve: %s: '%s' is not a valid address (expected host:port, e.g. "
+                     "127.0.0.1:8080, [::1]:8080, or 127.0.0.1:0 for any free port)\n",
+                     from, listen.c_str());
+        return false;
+    }
+    cfg.server.listen = listen;
+    if (derived_url) {
+        cfg.server.public_url = scheme + listen;
+    }
+    return true;
+}
+
 } // namespace
 
 int run_serve(const std::vector<std::string>& args) {
     arg_parser p(args);
     if (p.flag("help")) {
-        std::puts("usage: wopbridge serve --config FILE [--module-path DIR]... [--init]\n"
+        std::puts("usage: wopbridge serve --config FILE [--module-path DIR]... [--listen ADDR] [--init]\n"
                   "Runs the bridge. SIGTERM/SIGINT stop it gracefully; SIGHUP (or `wopbridge reload`)\n"
                   "re-reads the subscriptions from FILE. --init: take an empty (0-byte) SQLite file\n"
-                  "as a new store instead of refusing it.");
+                  "as a new store instead of refusing it. --listen ADDR (or $WOPBRIDGE_LISTEN): listen\n"
+                  "on ADDR (host:port; port 0 = any free port) instead of server.listen.");
         return 0;
     }
     const std::string path = p.value("config");
@@ -146,6 +177,9 @@ int run_serve(const std::vector<std::string>& args) {
     }
     config cfg = *loaded.value;
     set_log_level(cfg.logging.level);
+    if (!apply_listen_override(p, cfg)) {
+        return 2;
+    }
     // What check-config refuses, serve refuses, with the same lines (app/preflight).
     auto problems = check_environment(cfg);
     check_connectors(cfg, p.values("module-path"), problems);
@@ -278,8 +312,13 @@ int run_serve(const std::vector<std::string>& args) {
     auto port = http::make_bridge_port(*b);
     http::http_api api(ao, *port, host.get(), srv.scheduler());
     if (auto r = srv.start(api); !r) {
-        std::fprintf(stderr, "wopbridge serve: cannot listen on %s: %s\n", cfg.server.listen.c_str(),
-                     r.error().message().c_str());
+        const bool in_use = r.error() == boost::system::errc::address_in_use;
+        std::fprintf(stderr, "wopbridge serve: cannot listen on %s: %s%s\n",
+                     cfg.server.listen.c_str(), r.error().message().c_str(),
+                     in_use ? " (another process holds it: stop it, or pick another address with "
+                              "--listen ADDR, $WOPBRIDGE_LISTEN or server.listen; port 0 takes any "
+                              "free port)"
+                            : "");
         b->stop();
         return 1;
     }

@@ -427,7 +427,7 @@ private:
     const env_lookup& env_;
 };
 
-bool parse_listen(const std::string& s, std::string& host, std::uint16_t& port) {
+bool parse_listen_address(const std::string& s, std::string& host, std::uint16_t& port) {
     auto colon = s.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 >= s.size()) {
         return false;
@@ -543,7 +543,7 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
     auto& s = c.server;
     std::string listen;
     if (r.str(n, "listen", path, listen)) {
-        if (parse_listen(listen, s.listen_host, s.listen_port)) {
+        if (parse_listen_address(listen, s.listen_host, s.listen_port)) {
             s.listen = listen;
         } else {
             r.error(n["listen"].Mark(), "server.listen: '" + listen +
@@ -974,6 +974,10 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
 }
 
 } // namespace
+
+bool parse_listen(const std::string& text, std::string& host, std::uint16_t& port) {
+    return parse_listen_address(text, host, port);
+}
 
 config_load_result parse_config(std::string_view text, const std::string& file_name,
                                 const fs::path& base_dir, const env_lookup& env) {

@@ -165,6 +165,8 @@ struct config_load_result {
 };
 
 config_load_result load_config(const std::string& path, const env_lookup& env = process_environment());
+// "host:port" / "[v6]:port" as server.listen takes it (port 0: any free port).
+bool parse_listen(const std::string& text, std::string& host, std::uint16_t& port);
 // Parses text as if read from `file_name`; relative paths resolve against `base_dir`.
 config_load_result parse_config(std::string_view yaml_text, const std::string& file_name,
                                 const std::filesystem::path& base_dir,

@@ -690,7 +690,7 @@ result<void> server::start(request_handler& handler) {
         s.acceptor.listen(net::socket_base::max_listen_connections, ec);
     }
     if (ec) {
-        return make_error_code(errc::internal);
+        return ec; // the system's reason (address in use, permission denied) is the operator's fix
     }
     s.bound_port = s.acceptor.local_endpoint().port();
     s.accepting = true;
