@@ -233,6 +233,119 @@ TEST_F(CrashDeliveryTest, ARestartAfterSigkillReleasesTheDeadProcesssClaimsAtOnc
     EXPECT_EQ(again.wait_exit(), 0);
 }
 
+// A bulk replay job is stored with its selection and progress: SIGKILL mid-job, and the restart
+// resumes it where it stopped; its status (read from the store) ends `completed`, and each dead
+// letter was replayed into exactly one delivery and one upstream run.
+TEST_F(CrashDeliveryTest, SigkillMidBulkReplayResumesTheJobAfterRestartReplayingEachOnce) {
+    std::atomic<bool> failing{true};
+    idempotent_runs_host host([&](const runs_host_call&) -> std::optional<http_response> {
+        if (failing.load()) {
+            return http_response{503, {{"Content-Type", "application/json"}},
+                                 R"({"error":"unavailable"})"};
+        }
+        return std::nullopt;
+    });
+    write_config("{upstream: {baseUrl: \"" + host.base_url() + "\", timeout: 5s}}",
+                 "{retryPolicy: {maxAttempts: 1}, lease: 60s, attemptTimeout: 5s, "
+                 "breaker: {failureThreshold: 1000}}");
+    serve_process serve;
+    ASSERT_TRUE(start(serve)) << serve.error;
+    auto call = [&](const serve_process& p, const std::string& method, const std::string& path,
+                    const std::string& body = {}) {
+        http_call c;
+        c.method = method;
+        c.url = p.url() + path;
+        c.headers = {{"authorization", std::string("Bearer ") + api_key},
+                     {"content-type", "application/json"}};
+        c.body = body;
+        return perform(c);
+    };
+    auto activate = [&](const serve_process& p) {
+        return call(p, "PATCH", "/v1/trigger-subscriptions/orders", R"({"state":"active"})")
+            .status;
+    };
+    // Each exhausted delivery dead-letters the subscription too: re-activated before the next.
+    constexpr int dead = 12;
+    std::set<std::string> originals;
+    for (int i = 0; i < dead; ++i) {
+        auto r = post(serve, fresh_webhook_id());
+        ASSERT_EQ(r.status, 202) << r.body;
+        const std::string id = json_string_field(r.body, "deliveryId");
+        originals.insert(id);
+        ASSERT_TRUE(eventually([&] {
+            auto d = delivery(serve, id);
+            return d && d->status == "dead_lettered";
+        })) << id;
+        ASSERT_EQ(activate(serve), 200);
+    }
+    failing = false;
+
+    auto bulk = call(serve, "POST", "/v1/trigger-subscriptions/orders/dead-letters/replay",
+                     R"({"all":true,"rate":4})");
+    ASSERT_EQ(bulk.status, 202) << bulk.body;
+    const std::string job = json_string_field(bulk.body, "jobId");
+    auto job_field = [&](const serve_process& p, const std::string& name) -> std::string {
+        auto r = call(p, "GET", "/v1/replay-jobs/" + job);
+        if (r.status != 200) {
+            return {};
+        }
+        auto pos = r.body.find("\"" + name + "\":");
+        if (pos == std::string::npos) {
+            return {};
+        }
+        pos += name.size() + 3;
+        auto end = r.body.find_first_of(",}", pos);
+        std::string v = r.body.substr(pos, end - pos);
+        if (!v.empty() && v.front() == '"') {
+            v = v.substr(1, v.size() - 2);
+        }
+        return v;
+    };
+    ASSERT_TRUE(eventually([&] {
+        auto n = job_field(serve, "replayed");
+        return !n.empty() && std::stoi(n) >= 3;
+    })) << read_text_file(dir_.file("serve.log"));
+    serve.signal(SIGKILL);
+    EXPECT_EQ(serve.wait_exit(), -1);
+    const int before_kill = host.runs_created();
+    ASSERT_LT(before_kill, dead) << "the job finished before the kill (machine too slow?)";
+
+    serve_process again;
+    ASSERT_TRUE(start(again)) << again.error;
+    ASSERT_TRUE(eventually([&] { return job_field(again, "state") == "completed"; },
+                           std::chrono::seconds(30)))
+        << read_text_file(dir_.file("serve.log"));
+    EXPECT_EQ(job_field(again, "total"), std::to_string(dead));
+    EXPECT_EQ(job_field(again, "replayed"), std::to_string(dead));
+    EXPECT_EQ(job_field(again, "failed"), "0");
+    EXPECT_FALSE(job_field(again, "finishedAt").empty());
+    EXPECT_NE(read_text_file(dir_.file("serve.log")).find("\"event\":\"replay_job.resumed\""),
+              std::string::npos);
+
+    // One replay delivery per dead letter (dedup key replay:<attemptEventId>), each delivered into
+    // one upstream run.
+    std::map<std::string, int> replays_by_key;
+    ASSERT_TRUE(eventually([&] {
+        bool ok = false;
+        replays_by_key.clear();
+        int delivered = 0;
+        for (const auto& d : read_all_deliveries(again.url(), api_key, "orders", ok)) {
+            if (originals.count(d.delivery_id) == 0) {
+                ++replays_by_key[d.dedup_key];
+                delivered += d.status == "delivered" ? 1 : 0;
+            }
+        }
+        return ok && delivered == dead;
+    })) << replays_by_key.size();
+    EXPECT_EQ(replays_by_key.size(), static_cast<std::size_t>(dead));
+    for (const auto& [key, n] : replays_by_key) {
+        EXPECT_EQ(n, 1) << key;
+    }
+    EXPECT_EQ(host.runs_created(), dead) << "a dead letter was replayed into a second run";
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.wait_exit(), 0);
+}
+
 TEST_F(CrashDeliveryTest, SigkillWhileLocalCommandsRunNeverRunsOneTwice) {
     const std::uint64_t seed = [] {
         const char* s = std::getenv("WOPBRIDGE_TEST_SEED");

@@ -1,5 +1,6 @@
 #include "app/bridge.hpp"
 #include "app/observed_store.hpp"
+#include "app/replay_jobs.hpp"
 
 #include "contract/events.hpp"
 #include "contract/state_machine.hpp"
@@ -147,16 +148,12 @@ struct bridge::impl final : run_lifecycle_sink {
     std::atomic<int> pending_intake{0};
     metrics_registry metrics;
 
-    // Bulk replay jobs and the housekeeping timer: real-time background threads, joined by stop().
-    struct replay_job {
-        std::string tenant;
-        replay_job_status status;
-    };
+    // Bulk replay jobs (durable, app/replay_jobs) and the housekeeping timer: real-time
+    // background threads, joined by stop().
+    std::unique_ptr<replay_jobs> jobs;
     std::mutex jobs_mutex;
     std::condition_variable jobs_cv;
     bool jobs_stopping = false;
-    std::map<std::string, replay_job> jobs;
-    std::vector<std::thread> job_threads;
     std::thread housekeeping;
 
     std::mutex mutex; // watchers, seam progress, started flag
@@ -209,6 +206,16 @@ struct bridge::impl final : run_lifecycle_sink {
         opts.attempt_timeout_ms = settings.attempt_timeout_ms;
         opts.dead_letter_retention_days = settings.dead_letter_retention_days;
         engine = std::make_unique<delivery_engine>(*st, *starter, clock, random, opts);
+        replay_jobs_options jo;
+        jo.owner = mint("node");
+        jo.lease_ms = settings.replay_job_lease_ms;
+        jo.poll_ms = settings.replay_job_poll_ms;
+        jo.failure_limit = settings.replay_failure_limit;
+        jo.retention_days = settings.dead_letter_retention_days;
+        jobs = std::make_unique<replay_jobs>(
+            *st, clock, std::move(jo),
+            [this](const subscription& sub, const dead_letter& dl) { return replay(sub, dl); },
+            [this](const std::string& sub_id) { return all_dead_letters(sub_id); });
         declare_metrics();
         engine->set_attempt_listener([this](const attempt_report& rep) {
             metrics.increment("wopbridge_delivery_attempts_total",
@@ -793,80 +800,13 @@ struct bridge::impl final : run_lifecycle_sink {
         return r;
     }
 
-    void run_replay_job(std::string job_id, subscription sub, std::vector<dead_letter> selected,
-                        double rate) {
-        auto interval = std::chrono::microseconds(
-            static_cast<std::int64_t>(1e6 / std::clamp(rate, 0.01, 10000.0)));
-        std::vector<std::string> pending; // replay deliveries whose outcome is not known yet
-        int consecutive_failures = 0;
-        auto settle = [&](replay_job_status& status) {
-            for (auto it = pending.begin(); it != pending.end();) {
-                auto d = st->get_delivery(*it);
-                if (d && d->status == delivery_status::delivered) {
-                    ++status.delivered;
-                    consecutive_failures = 0;
-                } else if (d && d->status == delivery_status::dead_lettered) {
-                    ++status.failed;
-                    ++consecutive_failures;
-                } else {
-                    ++it;
-                    continue;
-                }
-                it = pending.erase(it);
-            }
-        };
-        auto finish = [&](std::string state) {
-            std::lock_guard lock(jobs_mutex);
-            auto& status = jobs[job_id].status;
-            status.state = std::move(state);
-            status.finished_at = now();
-        };
-        for (const auto& dl : selected) {
-            {
-                std::unique_lock lock(jobs_mutex);
-                if (jobs_cv.wait_for(lock, interval, [&] { return jobs_stopping; })) {
-                    jobs[job_id].status.state = "cancelled";
-                    jobs[job_id].status.finished_at = now();
-                    return;
-                }
-                settle(jobs[job_id].status);
-                if (consecutive_failures >= std::max(1, settings.replay_failure_limit)) {
-                    lock.unlock();
-                    finish("stopped");
-                    return;
-                }
-            }
-            auto r = replay(sub, dl);
-            std::lock_guard lock(jobs_mutex);
-            auto& status = jobs[job_id].status;
-            if (!r) {
-                ++status.failed;
-                ++consecutive_failures;
-            } else {
-                ++status.replayed;
-                pending.push_back(r->delivery_id);
-            }
-        }
-        {
-            std::lock_guard lock(jobs_mutex);
-            settle(jobs[job_id].status);
-        }
-        finish(consecutive_failures >= std::max(1, settings.replay_failure_limit) ? "stopped"
-                                                                                  : "completed");
-    }
-
     void stop_background() {
-        std::vector<std::thread> threads;
+        jobs->stop();
         {
             std::lock_guard lock(jobs_mutex);
             jobs_stopping = true;
-            threads = std::move(job_threads);
-            job_threads.clear();
         }
         jobs_cv.notify_all();
-        for (auto& t : threads) {
-            t.join();
-        }
         if (housekeeping.joinable()) {
             housekeeping.join();
         }
@@ -958,6 +898,7 @@ result<void> bridge::start() {
     }
     impl_->engine->start();
     impl_->start_housekeeping();
+    impl_->jobs->start(); // after the engine: resumed replays are delivered
     if (impl_->webhooks) {
         impl_->webhooks->start();
     }
@@ -1502,31 +1443,11 @@ result<std::string> bridge::replay_dead_letters(const std::string& tenant,
         }
         selected.push_back(*it);
     }
-    std::string id = m.mint("rpl");
-    std::lock_guard lock(m.jobs_mutex);
-    if (m.jobs_stopping) {
-        return make_error_code(errc::shutting_down);
-    }
-    auto& job = m.jobs[id];
-    job.tenant = tenant;
-    job.status.id = id;
-    job.status.subscription_id = sub->id;
-    job.status.total = static_cast<int>(selected.size());
-    job.status.started_at = m.now();
-    m.job_threads.emplace_back(
-        [&m, id, s = *sub, sel = std::move(selected), rate_per_second]() mutable {
-            m.run_replay_job(id, std::move(s), std::move(sel), rate_per_second);
-        });
-    return id;
+    return m.jobs->create(m.mint("rpl"), *sub, selected, rate_per_second);
 }
 
 result<replay_job_status> bridge::get_replay_job(const std::string& tenant, const std::string& job_id) {
-    std::lock_guard lock(impl_->jobs_mutex);
-    auto it = impl_->jobs.find(job_id);
-    if (it == impl_->jobs.end() || it->second.tenant != tenant) {
-        return make_error_code(errc::not_found);
-    }
-    return it->second.status;
+    return impl_->jobs->get(tenant, job_id);
 }
 
 result<int> bridge::purge_expired() {

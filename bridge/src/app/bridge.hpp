@@ -44,6 +44,8 @@ struct bridge_settings {
     std::string host_key_file;        // 32 random bytes; created 0600 when absent
     millis housekeeping_interval_ms = 5 * 60 * 1000; // purge_expired period (real time)
     int replay_failure_limit = 5;     // consecutive failed replays that stop a bulk job
+    millis replay_job_lease_ms = 30 * 1000; // a bulk job's node renews it; past it another resumes
+    millis replay_job_poll_ms = 2000; // real time between looks for jobs whose lease ran out
     // Outbound run-event webhooks (config `webhooks:`; bridge/src/outbound/).
     bool webhooks_durable = false;             // retries + dead letters instead of best effort
     bool webhooks_allow_loopback_http = false; // admit http://127.0.0.1:<port> (tests, local dev)
@@ -157,7 +159,7 @@ struct replay_range {
 struct replay_job_status {
     std::string id;
     std::string subscription_id;
-    std::string state = "running"; // running | completed | stopped (consecutive failures) | cancelled
+    std::string state = "running"; // running | completed | stopped (consecutive failures)
     int total = 0;                 // dead letters selected
     int replayed = 0;              // new deliveries committed
     int delivered = 0;             // of those, delivered so far
@@ -247,7 +249,9 @@ public:
     result<replay_result> replay_dead_letter(const std::string& tenant, const std::string& subscription_id,
                                              const std::string& attempt_event_id);
     // Bulk replay on a background thread, at most `rate_per_second`; stops by itself after
-    // `replay_failure_limit` consecutive replays dead-letter again. Returns the job id.
+    // `replay_failure_limit` consecutive replays dead-letter again. Returns the job id. The job is
+    // stored: a stop or crash leaves it running, and the next start (or another node of a shared
+    // store) resumes it at its first unsettled dead letter (app/replay_jobs.hpp).
     result<std::string> replay_dead_letters(const std::string& tenant, const std::string& subscription_id,
                                             const replay_range& range, double rate_per_second);
     result<replay_job_status> get_replay_job(const std::string& tenant, const std::string& job_id);

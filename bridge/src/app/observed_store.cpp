@@ -132,6 +132,26 @@ public:
         return inner_->subscription_events(id);
     }
     result<int> purge_expired(millis now) override { return inner_->purge_expired(now); }
+    result<void> create_replay_job(const replay_job_record& j,
+                                   const std::vector<std::string>& ids) override {
+        return inner_->create_replay_job(j, ids);
+    }
+    result<replay_job_record> get_replay_job(const std::string& id) override {
+        return inner_->get_replay_job(id);
+    }
+    result<std::vector<replay_job_item>> unsettled_replay_job_items(const std::string& id) override {
+        return inner_->unsettled_replay_job_items(id);
+    }
+    result<void> update_replay_job(const replay_job_update& u) override {
+        return inner_->update_replay_job(u);
+    }
+    result<std::vector<replay_job_record>> claim_replay_jobs(const std::string& owner, millis now,
+                                                             millis lease_ms) override {
+        return inner_->claim_replay_jobs(owner, now, lease_ms);
+    }
+    result<int> release_replay_jobs(const std::string& owner) override {
+        return inner_->release_replay_jobs(owner);
+    }
     result<void> ping() override { return inner_->ping(); }
     store_stats stats() const override { return inner_->stats(); }
 

@@ -196,6 +196,52 @@ struct outbound_dead_letter {
     std::optional<outbound_state_change> state_change;
 };
 
+// ---- bulk dead-letter replay jobs (SQLite migration 8, PostgreSQL migration 7) ------------------
+
+// One dead letter a job selected, in selection order (oldest first).
+struct replay_job_item {
+    int position = 0;
+    std::string attempt_event_id;
+    std::string delivery_id; // the replay's delivery, once its intake committed
+    // selected (not replayed yet) | replayed (committed, outcome unknown) | delivered | failed
+    std::string outcome = "selected";
+};
+
+struct replay_job_record {
+    std::string id;
+    std::string tenant;
+    std::string subscription_id;
+    std::string state = "running"; // running | completed | stopped
+    double rate_per_second = 1;
+    int total = 0;
+    int replayed = 0;
+    int delivered = 0;
+    int failed = 0;
+    int consecutive_failures = 0;
+    millis started_at = 0;
+    millis finished_at = 0; // 0 while running
+    millis expires_at = 0;  // a finished job's record is purged then (0 while running)
+    std::string owner;      // the node running it; its lease runs until lease_until
+    millis lease_until = 0;
+};
+
+// Progress of a job, written in one transaction by the node that holds its lease: the changed
+// items and the job's counters (absolute values). Refused with conflict when the job is no longer
+// running under `owner` (another node took it over after the lease ran out, or it finished).
+struct replay_job_update {
+    std::string job_id;
+    std::string owner;
+    millis lease_until = 0; // renewed
+    std::vector<replay_job_item> items; // by position: delivery_id and outcome
+    int replayed = 0;
+    int delivered = 0;
+    int failed = 0;
+    int consecutive_failures = 0;
+    std::string state = "running";
+    millis finished_at = 0;
+    millis expires_at = 0;
+};
+
 // ---- the interface --------------------------------------------------------------------------------
 
 class store {
@@ -271,7 +317,8 @@ public:
     // that did not start a run), in order.
     virtual result<std::vector<run_event>> subscription_events(const std::string& subscription_id) = 0;
 
-    // Housekeeping: drops dedup rows and dead letters past their expiry. Returns rows removed.
+    // Housekeeping: drops dedup rows, dead letters and finished replay jobs past their expiry.
+    // Returns rows removed.
     virtual result<int> purge_expired(millis now) = 0;
 
     // The host keys a store opens with. A key is known by its check value (an HMAC of a fixed
@@ -298,7 +345,8 @@ public:
     // Cheap liveness probe for /readyz.
     virtual result<void> ping() = 0;
     // For a store only this process serves (SQLite, under serve's lock): the claims a previous
-    // process left are claimable now rather than when their leases run out. Returns how many.
+    // process left (deliveries and bulk replay jobs) are claimable now rather than when their
+    // leases run out. Returns how many deliveries.
     // Backends shared by several nodes answer unsupported (another node's claims are live).
     virtual result<int> release_all_claims() { return make_error_code(errc::unsupported); }
     // A small committed (fsynced) write, for /readyz after a failed commit: a full disk or a
@@ -353,6 +401,35 @@ public:
     }
     virtual result<std::vector<outbound_state_change>> list_outbound_state_changes(
         const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
+
+    // ---- bulk replay jobs (appended; backends without them answer unsupported) ----
+    // The job (owned by job.owner until job.lease_until) and its selection, in one transaction.
+    virtual result<void> create_replay_job(const replay_job_record&,
+                                           const std::vector<std::string>& /*attempt_event_ids*/) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<replay_job_record> get_replay_job(const std::string&) { // not_found
+        return make_error_code(errc::unsupported);
+    }
+    // The items of a job not settled yet (selected or replayed), by position.
+    virtual result<std::vector<replay_job_item>> unsettled_replay_job_items(const std::string&) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<void> update_replay_job(const replay_job_update&) {
+        return make_error_code(errc::unsupported);
+    }
+    // Running jobs whose lease ran out (their node died or let go): leased to `owner` until
+    // now + lease_ms and returned. Across nodes each is taken by one.
+    virtual result<std::vector<replay_job_record>> claim_replay_jobs(const std::string& /*owner*/,
+                                                                     millis /*now*/,
+                                                                     millis /*lease_ms*/) {
+        return make_error_code(errc::unsupported);
+    }
+    // Lets go of the leases `owner` holds (a clean stop), so a restart or another node resumes
+    // its jobs at once. Returns how many.
+    virtual result<int> release_replay_jobs(const std::string& /*owner*/) {
         return make_error_code(errc::unsupported);
     }
 

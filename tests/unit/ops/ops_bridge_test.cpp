@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <thread>
 
 namespace wopbridge {
@@ -267,6 +268,55 @@ TEST_F(OpsReplayTest, BulkReplayStopsAfterConsecutiveFailures) {
     EXPECT_EQ(st.total, 4);
     EXPECT_LT(st.replayed, 4);
     EXPECT_GE(st.failed, 1);
+}
+
+// A job whose bridge goes away mid-job is left running in the store; the next bridge on the store
+// resumes it at its first unsettled dead letter, and every dead letter gets one replay delivery.
+TEST_F(OpsReplayTest, BulkReplayStoppedMidJobResumesOnTheNextStart) {
+    settings_.replay_job_poll_ms = 20;
+    open();
+    constexpr int dead = 6;
+    std::string sub_id;
+    for (int i = 0; i < dead; ++i) {
+        sub_id = dead_lettered_event("evt-resume-" + std::to_string(i), sub_id).first;
+        ASSERT_TRUE(bridge_->set_state("acme", sub_id, sub_state::active).has_value());
+    }
+    starter_->set_behaviour("wf-fail", behaviour::complete);
+    auto job = bridge_->replay_dead_letters("acme", sub_id, {{}, {}, true}, 5);
+    ASSERT_TRUE(job.has_value());
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (bridge_->get_replay_job("acme", *job)->replayed < 1 &&
+           std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    bridge_.reset(); // joins the job at a safe point and lets go of its lease
+    open();
+    auto left = bridge_->get_replay_job("acme", *job);
+    ASSERT_TRUE(left.has_value());
+    EXPECT_EQ(left->state, "running");
+    ASSERT_GE(left->replayed, 1);
+    ASSERT_LT(left->replayed, dead) << "the job finished before the stop";
+
+    ASSERT_TRUE(bridge_->start().has_value());
+    auto st = wait_job(*job);
+    EXPECT_EQ(st.state, "completed");
+    EXPECT_EQ(st.total, dead);
+    EXPECT_EQ(st.replayed, dead);
+    EXPECT_EQ(st.failed, 0);
+    // Each dead letter's replay is one delivery (dedup key replay:<attemptEventId>).
+    auto deliveries = bridge_->list_deliveries("acme", sub_id, {1000, {}});
+    ASSERT_TRUE(deliveries.has_value());
+    std::map<std::string, int> replays;
+    for (const auto& d : deliveries->items) {
+        if (d.dedup_key.rfind("replay:", 0) == 0) {
+            ++replays[d.dedup_key];
+        }
+    }
+    EXPECT_EQ(replays.size(), static_cast<std::size_t>(dead));
+    for (const auto& [key, n] : replays) {
+        EXPECT_EQ(n, 1) << key;
+    }
+    bridge_->stop();
 }
 
 TEST_F(OpsBridgeTest, PurgeRemovesExpiredDedupRowsAndDeadLetters) {

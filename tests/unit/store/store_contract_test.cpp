@@ -1492,6 +1492,120 @@ TEST_P(StoreContractTest, OutboundDeadLetterCarriesItsStateChange) {
     EXPECT_FALSE(store_->outbound_next_due_at()->has_value());
 }
 
+// ---- bulk replay jobs ----
+
+replay_job_record make_replay_job(const std::string& id, const std::string& owner, millis lease) {
+    replay_job_record j;
+    j.id = id;
+    j.tenant = "acme";
+    j.subscription_id = "sub_rj";
+    j.rate_per_second = 2.5;
+    j.started_at = t0;
+    j.owner = owner;
+    j.lease_until = t0 + lease;
+    return j;
+}
+
+// A job and its selection are stored together; progress written by its owner reads back from
+// any handle, and the unsettled items are the ones a resumption still has to do.
+TEST_P(StoreContractTest, ReplayJobProgressIsStoredWithItsSelection) {
+    add_subscription("sub_rj");
+    ASSERT_TRUE(store_->create_replay_job(make_replay_job("rpl_1", "node_a", 30000),
+                                          {"evt_a", "evt_b", "evt_c"}));
+    EXPECT_EQ(store_->create_replay_job(make_replay_job("rpl_1", "node_a", 30000), {}).error(),
+              errc::already_exists);
+    auto job = store_->get_replay_job("rpl_1");
+    ASSERT_TRUE(job) << job.error().message();
+    EXPECT_EQ(job->tenant, "acme");
+    EXPECT_EQ(job->subscription_id, "sub_rj");
+    EXPECT_EQ(job->state, "running");
+    EXPECT_EQ(job->total, 3);
+    EXPECT_DOUBLE_EQ(job->rate_per_second, 2.5);
+    EXPECT_EQ(job->owner, "node_a");
+    EXPECT_EQ(job->lease_until, t0 + 30000);
+    EXPECT_EQ(store_->get_replay_job("rpl_nope").error(), errc::not_found);
+
+    replay_job_update u;
+    u.job_id = "rpl_1";
+    u.owner = "node_a";
+    u.lease_until = t0 + 60000;
+    u.replayed = 2;
+    u.delivered = 1;
+    u.consecutive_failures = 0;
+    u.items = {{0, "evt_a", "dlv_a", "delivered"}, {1, "evt_b", "dlv_b", "replayed"}};
+    ASSERT_TRUE(store_->update_replay_job(u));
+    // Another node's write (it lost the job, or never had it) changes nothing.
+    auto stale = u;
+    stale.owner = "node_b";
+    stale.replayed = 3;
+    stale.items = {{2, "evt_c", "dlv_c", "replayed"}};
+    EXPECT_EQ(store_->update_replay_job(stale).error(), errc::conflict);
+
+    open(); // a restart reads what was committed
+    job = store_->get_replay_job("rpl_1");
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->replayed, 2);
+    EXPECT_EQ(job->delivered, 1);
+    EXPECT_EQ(job->lease_until, t0 + 60000);
+    auto items = store_->unsettled_replay_job_items("rpl_1");
+    ASSERT_TRUE(items) << items.error().message();
+    ASSERT_EQ(items->size(), 2u);
+    EXPECT_EQ((*items)[0].position, 1);
+    EXPECT_EQ((*items)[0].delivery_id, "dlv_b");
+    EXPECT_EQ((*items)[0].outcome, "replayed");
+    EXPECT_EQ((*items)[1].position, 2);
+    EXPECT_EQ((*items)[1].attempt_event_id, "evt_c");
+    EXPECT_EQ((*items)[1].outcome, "selected");
+
+    // Finished: no longer writable, purged at its expiry (items with it).
+    u.state = "completed";
+    u.finished_at = t0 + 1000;
+    u.expires_at = t0 + 2000;
+    u.items = {{1, "evt_b", "dlv_b", "delivered"}, {2, "evt_c", "", "failed"}};
+    ASSERT_TRUE(store_->update_replay_job(u));
+    EXPECT_EQ(store_->update_replay_job(u).error(), errc::conflict);
+    EXPECT_EQ(store_->get_replay_job("rpl_1")->state, "completed");
+    EXPECT_TRUE(store_->unsettled_replay_job_items("rpl_1")->empty());
+    ASSERT_TRUE(store_->purge_expired(t0 + 1999));
+    EXPECT_TRUE(store_->get_replay_job("rpl_1"));
+    ASSERT_TRUE(store_->purge_expired(t0 + 2000));
+    EXPECT_EQ(store_->get_replay_job("rpl_1").error(), errc::not_found);
+}
+
+// Only running jobs whose lease ran out are claimed, each by one claimer; a released lease is
+// claimable at once; a deleted subscription takes its jobs.
+TEST_P(StoreContractTest, ReplayJobsAreClaimedOnlyOnceTheirLeaseRanOutOrWasReleased) {
+    add_subscription("sub_rj");
+    ASSERT_TRUE(store_->create_replay_job(make_replay_job("rpl_live", "node_a", 30000), {"e1"}));
+    ASSERT_TRUE(store_->create_replay_job(make_replay_job("rpl_dead", "node_b", 5000), {"e2"}));
+    auto none = store_->claim_replay_jobs("node_c", t0 + 4999, 30000);
+    ASSERT_TRUE(none) << none.error().message();
+    EXPECT_TRUE(none->empty());
+
+    auto got = store_->claim_replay_jobs("node_c", t0 + 5000, 30000);
+    ASSERT_TRUE(got);
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ((*got)[0].id, "rpl_dead");
+    EXPECT_EQ((*got)[0].owner, "node_c");
+    EXPECT_EQ((*got)[0].lease_until, t0 + 35000);
+    EXPECT_TRUE(store_->claim_replay_jobs("node_d", t0 + 5000, 30000)->empty());
+    // node_b lost it: its late progress is refused.
+    replay_job_update late;
+    late.job_id = "rpl_dead";
+    late.owner = "node_b";
+    EXPECT_EQ(store_->update_replay_job(late).error(), errc::conflict);
+
+    EXPECT_EQ(store_->release_replay_jobs("node_a").value(), 1);
+    got = store_->claim_replay_jobs("node_d", t0 + 6000, 30000);
+    ASSERT_TRUE(got);
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ((*got)[0].id, "rpl_live");
+
+    ASSERT_TRUE(store_->delete_subscription("sub_rj"));
+    EXPECT_EQ(store_->get_replay_job("rpl_live").error(), errc::not_found);
+    EXPECT_TRUE(store_->claim_replay_jobs("node_e", t0 + 999999, 30000)->empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContractTest,
                          ::testing::Values(sqlite_backend(), postgres_backend()),
                          [](const auto& info) { return info.param.name; });

@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 6> migrations{{
+constexpr std::array<migration, 7> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -248,6 +248,38 @@ CREATE TRIGGER subscriptions_changed_update AFTER UPDATE ON subscriptions
 CREATE TABLE store_meta (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+)sql"},
+    // 7: bulk dead-letter replay jobs: the job, its selection and its progress, so any node
+    // answers its status and a node that died has its job resumed by another once the lease runs
+    // out. A deleted subscription takes its jobs.
+    {7, R"sql(
+CREATE TABLE replay_jobs (
+    id                   TEXT PRIMARY KEY,
+    tenant               TEXT NOT NULL,
+    subscription_id      TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    state                TEXT NOT NULL,
+    rate_milli           BIGINT NOT NULL, -- the rate per second, times 1000
+    total                INTEGER NOT NULL,
+    replayed             INTEGER NOT NULL DEFAULT 0,
+    delivered            INTEGER NOT NULL DEFAULT 0,
+    failed               INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    started_at           BIGINT NOT NULL,
+    finished_at          BIGINT NOT NULL DEFAULT 0,
+    expires_at           BIGINT NOT NULL DEFAULT 0,
+    owner                TEXT NOT NULL DEFAULT '',
+    lease_until          BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX replay_jobs_by_state_lease ON replay_jobs (state, lease_until);
+CREATE INDEX replay_jobs_by_subscription ON replay_jobs (subscription_id);
+CREATE TABLE replay_job_items (
+    job_id           TEXT NOT NULL REFERENCES replay_jobs (id) ON DELETE CASCADE,
+    position         INTEGER NOT NULL,
+    attempt_event_id TEXT NOT NULL,
+    delivery_id      TEXT NOT NULL DEFAULT '',
+    outcome          TEXT NOT NULL DEFAULT 'selected',
+    PRIMARY KEY (job_id, position)
 );
 )sql"},
 }};

@@ -5,6 +5,7 @@
 #include "store/postgres/pg_connection.hpp"
 #include "store/postgres/pg_migrations.hpp"
 #include "store/postgres/pg_outbound.hpp"
+#include "store/postgres/pg_replay_jobs.hpp"
 #include "store/store.hpp"
 #include "store/store_codec.hpp"
 
@@ -1067,9 +1068,11 @@ class postgres_store final : public store {
                             "e AS (DELETE FROM subscription_events WHERE event_id IN (SELECT "
                             "attempt_event_id FROM dead_letters WHERE expires_at <= $1 AND "
                             "reason = 'verification_failed') RETURNING 1), "
-                            "b AS (DELETE FROM dead_letters WHERE expires_at <= $1 RETURNING 1) "
+                            "b AS (DELETE FROM dead_letters WHERE expires_at <= $1 RETURNING 1), "
+                            "c AS (DELETE FROM replay_jobs WHERE state <> 'running' "
+                            "AND expires_at > 0 AND expires_at <= $1 RETURNING 1) "
                             "SELECT (SELECT COUNT(*) FROM a) + (SELECT COUNT(*) FROM e) + "
-                            "(SELECT COUNT(*) FROM b)",
+                            "(SELECT COUNT(*) FROM b) + (SELECT COUNT(*) FROM c)",
                             {p(now)});
             if (!r) {
                 return r.error();
@@ -1204,6 +1207,34 @@ class postgres_store final : public store {
             }
             return {};
         });
+    }
+
+    // ---- bulk replay jobs (pg_replay_jobs.cpp) ----
+
+    result<void> create_replay_job(const replay_job_record& job,
+                                   const std::vector<std::string>& ids) override {
+        return write([&](connection& c) { return postgres::replay_jobs::create(c, job, ids); });
+    }
+    result<replay_job_record> get_replay_job(const std::string& id) override {
+        return read([&](connection& c) { return postgres::replay_jobs::get(c, id); });
+    }
+    result<std::vector<replay_job_item>> unsettled_replay_job_items(const std::string& id) override {
+        return read([&](connection& c) { return postgres::replay_jobs::unsettled_items(c, id); });
+    }
+    result<void> update_replay_job(const replay_job_update& u) override {
+        return write([&](connection& c) { return postgres::replay_jobs::update(c, u); });
+    }
+    result<std::vector<replay_job_record>> claim_replay_jobs(const std::string& owner, millis now,
+                                                             millis lease_ms) override {
+        return write([&](connection& c) {
+            return postgres::replay_jobs::claim(c, owner, now, lease_ms);
+        });
+    }
+    result<int> release_replay_jobs(const std::string& owner) override {
+        if (owner.empty()) {
+            return make_error_code(errc::invalid_argument);
+        }
+        return write([&](connection& c) { return postgres::replay_jobs::release(c, owner); });
     }
 
     // ---- outbound webhooks (pg_outbound.cpp) ----

@@ -12,7 +12,7 @@ struct migration {
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 7> migrations{{
+constexpr std::array<migration, 8> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -228,6 +228,37 @@ CREATE TABLE store_meta (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+)sql"},
+    // 8: bulk dead-letter replay jobs: the job, its selection and its progress, so a restart (or
+    // a lease that ran out) resumes it where it stopped. A deleted subscription takes its jobs.
+    {8, R"sql(
+CREATE TABLE replay_jobs (
+    id                   TEXT PRIMARY KEY,
+    tenant               TEXT NOT NULL,
+    subscription_id      TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    state                TEXT NOT NULL,
+    rate_milli           INTEGER NOT NULL, -- the rate per second, times 1000
+    total                INTEGER NOT NULL,
+    replayed             INTEGER NOT NULL DEFAULT 0,
+    delivered            INTEGER NOT NULL DEFAULT 0,
+    failed               INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    started_at           INTEGER NOT NULL,
+    finished_at          INTEGER NOT NULL DEFAULT 0,
+    expires_at           INTEGER NOT NULL DEFAULT 0,
+    owner                TEXT NOT NULL DEFAULT '',
+    lease_until          INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX replay_jobs_by_state_lease ON replay_jobs (state, lease_until);
+CREATE INDEX replay_jobs_by_subscription ON replay_jobs (subscription_id);
+CREATE TABLE replay_job_items (
+    job_id           TEXT NOT NULL REFERENCES replay_jobs (id) ON DELETE CASCADE,
+    position         INTEGER NOT NULL,
+    attempt_event_id TEXT NOT NULL,
+    delivery_id      TEXT NOT NULL DEFAULT '',
+    outcome          TEXT NOT NULL DEFAULT 'selected',
+    PRIMARY KEY (job_id, position)
+) WITHOUT ROWID;
 )sql"},
 }};
 

@@ -5,6 +5,7 @@
 #include "store/sqlite/sqlite_due_queries.hpp"
 #include "store/sqlite/sqlite_migrations.hpp"
 #include "store/sqlite/sqlite_outbound.hpp"
+#include "store/sqlite/sqlite_replay_jobs.hpp"
 #include "store/store.hpp"
 #include "store/store_codec.hpp"
 
@@ -1050,7 +1051,11 @@ class sqlite_store final : public store {
             dead.bind(1, now);
             WB_TRY(dead.run());
             removed += writer_->changes();
-            return static_cast<int>(removed);
+            auto jobs = sqlite::replay_jobs::purge_finished(*writer_, now);
+            if (!jobs) {
+                return jobs.error();
+            }
+            return static_cast<int>(removed) + *jobs;
         });
     }
 
@@ -1160,7 +1165,9 @@ class sqlite_store final : public store {
             auto st = writer_->prepare(
                 "UPDATE deliveries SET lease_until = 0 WHERE status = 'in_flight' AND lease_until > 0");
             WB_TRY(st.run());
-            return static_cast<int>(writer_->changes());
+            const auto deliveries = static_cast<int>(writer_->changes());
+            WB_TRY(sqlite::replay_jobs::release(*writer_, ""));
+            return deliveries;
         });
     }
 
@@ -1260,6 +1267,33 @@ class sqlite_store final : public store {
         const std::string& id) override {
         return read_transaction(
             [&] { return sqlite::outbound::list_state_changes(*reader_, id); });
+    }
+
+    // ---- bulk replay jobs (sqlite_replay_jobs.cpp) ----
+
+    result<void> create_replay_job(const replay_job_record& job,
+                                   const std::vector<std::string>& ids) override {
+        return write_transaction([&] { return sqlite::replay_jobs::create(*writer_, job, ids); });
+    }
+    result<replay_job_record> get_replay_job(const std::string& id) override {
+        return read_transaction([&] { return sqlite::replay_jobs::get(*reader_, id); });
+    }
+    result<std::vector<replay_job_item>> unsettled_replay_job_items(const std::string& id) override {
+        return read_transaction([&] { return sqlite::replay_jobs::unsettled_items(*reader_, id); });
+    }
+    result<void> update_replay_job(const replay_job_update& u) override {
+        return write_transaction([&] { return sqlite::replay_jobs::update(*writer_, u); });
+    }
+    result<std::vector<replay_job_record>> claim_replay_jobs(const std::string& owner, millis now,
+                                                             millis lease_ms) override {
+        return write_transaction(
+            [&] { return sqlite::replay_jobs::claim(*writer_, owner, now, lease_ms); });
+    }
+    result<int> release_replay_jobs(const std::string& owner) override {
+        if (owner.empty()) {
+            return make_error_code(errc::invalid_argument); // "" would release every node's
+        }
+        return write_transaction([&] { return sqlite::replay_jobs::release(*writer_, owner); });
     }
 
   private:

@@ -1,0 +1,163 @@
+#include "store/sqlite/sqlite_replay_jobs.hpp"
+
+#include <cmath>
+
+#define WB_RTRY(expr)                                                                              \
+    do {                                                                                           \
+        auto&& wb_try_result_ = (expr);                                                            \
+        if (!wb_try_result_) {                                                                     \
+            return wb_try_result_.error();                                                         \
+        }                                                                                          \
+    } while (0)
+
+#define WB_RJ_COLS                                                                                 \
+    "id, tenant, subscription_id, state, rate_milli, total, replayed, delivered, failed, "         \
+    "consecutive_failures, started_at, finished_at, expires_at, owner, lease_until"
+
+namespace wopbridge::sqlite::replay_jobs {
+namespace {
+
+replay_job_record read_job(statement& st) {
+    replay_job_record j;
+    j.id = st.text(0);
+    j.tenant = st.text(1);
+    j.subscription_id = st.text(2);
+    j.state = st.text(3);
+    j.rate_per_second = static_cast<double>(st.int64(4)) / 1000.0;
+    j.total = st.integer(5);
+    j.replayed = st.integer(6);
+    j.delivered = st.integer(7);
+    j.failed = st.integer(8);
+    j.consecutive_failures = st.integer(9);
+    j.started_at = st.int64(10);
+    j.finished_at = st.int64(11);
+    j.expires_at = st.int64(12);
+    j.owner = st.text(13);
+    j.lease_until = st.int64(14);
+    return j;
+}
+
+} // namespace
+
+result<void> create(connection& c, const replay_job_record& job,
+                    const std::vector<std::string>& attempt_event_ids) {
+    auto ins = c.prepare("INSERT INTO replay_jobs (" WB_RJ_COLS ") VALUES "
+                         "(?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, 0, ?7, 0, 0, ?8, ?9)");
+    ins.bind(1, job.id)
+        .bind(2, job.tenant)
+        .bind(3, job.subscription_id)
+        .bind(4, job.state)
+        .bind(5, static_cast<std::int64_t>(std::llround(job.rate_per_second * 1000.0)))
+        .bind(6, static_cast<int>(attempt_event_ids.size()))
+        .bind(7, job.started_at)
+        .bind(8, job.owner)
+        .bind(9, job.lease_until);
+    WB_RTRY(ins.run());
+    for (std::size_t i = 0; i < attempt_event_ids.size(); ++i) {
+        auto item = c.prepare("INSERT INTO replay_job_items (job_id, position, attempt_event_id) "
+                              "VALUES (?1, ?2, ?3)");
+        item.bind(1, job.id).bind(2, static_cast<int>(i)).bind(3, attempt_event_ids[i]);
+        WB_RTRY(item.run());
+    }
+    return {};
+}
+
+result<replay_job_record> get(connection& c, const std::string& id) {
+    auto st = c.prepare("SELECT " WB_RJ_COLS " FROM replay_jobs WHERE id = ?1");
+    st.bind(1, id);
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row) {
+        return make_error_code(errc::not_found);
+    }
+    return read_job(st);
+}
+
+result<std::vector<replay_job_item>> unsettled_items(connection& c, const std::string& id) {
+    auto st = c.prepare("SELECT position, attempt_event_id, delivery_id, outcome "
+                        "FROM replay_job_items WHERE job_id = ?1 "
+                        "AND outcome IN ('selected', 'replayed') ORDER BY position");
+    st.bind(1, id);
+    std::vector<replay_job_item> out;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return out;
+        }
+        replay_job_item it;
+        it.position = st.integer(0);
+        it.attempt_event_id = st.text(1);
+        it.delivery_id = st.text(2);
+        it.outcome = st.text(3);
+        out.push_back(std::move(it));
+    }
+}
+
+result<void> update(connection& c, const replay_job_update& u) {
+    auto job = c.prepare("UPDATE replay_jobs SET lease_until = ?3, replayed = ?4, delivered = ?5, "
+                         "failed = ?6, consecutive_failures = ?7, state = ?8, finished_at = ?9, "
+                         "expires_at = ?10 "
+                         "WHERE id = ?1 AND owner = ?2 AND state = 'running'");
+    job.bind(1, u.job_id)
+        .bind(2, u.owner)
+        .bind(3, u.lease_until)
+        .bind(4, u.replayed)
+        .bind(5, u.delivered)
+        .bind(6, u.failed)
+        .bind(7, u.consecutive_failures)
+        .bind(8, u.state)
+        .bind(9, u.finished_at)
+        .bind(10, u.expires_at);
+    WB_RTRY(job.run());
+    if (c.changes() != 1) {
+        return make_error_code(errc::conflict); // taken over, finished, or gone
+    }
+    for (const auto& it : u.items) {
+        auto item = c.prepare("UPDATE replay_job_items SET delivery_id = ?3, outcome = ?4 "
+                              "WHERE job_id = ?1 AND position = ?2");
+        item.bind(1, u.job_id).bind(2, it.position).bind(3, it.delivery_id).bind(4, it.outcome);
+        WB_RTRY(item.run());
+    }
+    return {};
+}
+
+result<std::vector<replay_job_record>> claim(connection& c, const std::string& owner, millis now,
+                                             millis lease_ms) {
+    auto st = c.prepare("UPDATE replay_jobs SET owner = ?1, lease_until = ?3 "
+                        "WHERE state = 'running' AND lease_until <= ?2 RETURNING " WB_RJ_COLS);
+    st.bind(1, owner).bind(2, now).bind(3, now + lease_ms);
+    std::vector<replay_job_record> out;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return out;
+        }
+        out.push_back(read_job(st));
+    }
+}
+
+result<int> release(connection& c, const std::string& owner) {
+    auto st = c.prepare("UPDATE replay_jobs SET lease_until = 0 WHERE state = 'running' "
+                        "AND lease_until > 0 AND (?1 = '' OR owner = ?1)");
+    st.bind(1, owner);
+    WB_RTRY(st.run());
+    return static_cast<int>(c.changes());
+}
+
+result<int> purge_finished(connection& c, millis now) {
+    auto st = c.prepare("DELETE FROM replay_jobs WHERE state <> 'running' AND expires_at > 0 "
+                        "AND expires_at <= ?1");
+    st.bind(1, now);
+    WB_RTRY(st.run());
+    return static_cast<int>(c.changes());
+}
+
+} // namespace wopbridge::sqlite::replay_jobs
