@@ -155,6 +155,7 @@ struct bridge::impl final : run_lifecycle_sink {
     std::condition_variable jobs_cv;
     bool jobs_stopping = false;
     std::thread housekeeping;
+    std::vector<std::function<void(millis)>> housekeeping_tasks; // guarded by jobs_mutex
 
     std::mutex mutex; // watchers, seam progress, started flag
     std::condition_variable progress_cv;
@@ -819,15 +820,22 @@ struct bridge::impl final : run_lifecycle_sink {
         }
         housekeeping = std::thread([this] {
             auto period = std::chrono::milliseconds(std::max<millis>(1000, settings.housekeeping_interval_ms));
+            // A first pass at start: a node that was down past some expiries purges them now.
             for (;;) {
-                {
-                    std::unique_lock lock(jobs_mutex);
-                    if (jobs_cv.wait_for(lock, period, [&] { return jobs_stopping; })) {
-                        return;
-                    }
-                }
                 if (auto n = st->purge_expired(now()); n && *n > 0) {
                     metrics.increment("wopbridge_purged_rows_total", {}, *n);
+                }
+                std::vector<std::function<void(millis)>> tasks;
+                {
+                    std::lock_guard lock(jobs_mutex);
+                    tasks = housekeeping_tasks;
+                }
+                for (const auto& task : tasks) {
+                    task(now());
+                }
+                std::unique_lock lock(jobs_mutex);
+                if (jobs_cv.wait_for(lock, period, [&] { return jobs_stopping; })) {
+                    return;
                 }
             }
         });
@@ -1448,6 +1456,11 @@ result<std::string> bridge::replay_dead_letters(const std::string& tenant,
 
 result<replay_job_status> bridge::get_replay_job(const std::string& tenant, const std::string& job_id) {
     return impl_->jobs->get(tenant, job_id);
+}
+
+void bridge::add_housekeeping_task(std::function<void(millis now)> task) {
+    std::lock_guard lock(impl_->jobs_mutex);
+    impl_->housekeeping_tasks.push_back(std::move(task));
 }
 
 result<int> bridge::purge_expired() {

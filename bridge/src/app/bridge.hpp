@@ -258,6 +258,9 @@ public:
 
     // Housekeeping: drops expired dedup rows and dead letters now (also done periodically by start()).
     result<int> purge_expired();
+    // Also run by the housekeeping timer (at start, then every housekeeping_interval_ms), with the
+    // injected clock's now: e.g. serve's attachment retention. Must not block for long.
+    void add_housekeeping_task(std::function<void(millis now)> task);
 
     // Prometheus text exposition of the bridge's metrics: every series.
     std::string metrics_text();

@@ -6,6 +6,7 @@
 #include "config/environment_check.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "core/blob_store.hpp"
 #include "core/log.hpp"
 #include "http/api.hpp"
 #include "http/bridge_port.hpp"
@@ -246,6 +247,23 @@ int run_serve(const std::vector<std::string>& args) {
         return key_why.code == errc::conflict ? 2 : 1;
     }
 
+    // Attachments live beside the SQLite database (the config's directory with PostgreSQL).
+    const std::string attachment_dir =
+        ((cfg.store.backend == store_config::backend_kind::sqlite
+              ? std::filesystem::path(cfg.store.sqlite_path).parent_path()
+              : cfg.base_dir) /
+         "attachments")
+            .string();
+    // Retention: housekeeping removes files not put again for attachments.retention, plus a
+    // margin so a file a put refreshed a moment ago is never the one removed.
+    b->add_housekeeping_task([blobs = std::make_shared<blob_store>(attachment_dir, &clock),
+                              keep = cfg.attachments.retention_ms](millis now) {
+        constexpr millis margin = 3600 * 1000;
+        if (auto n = blobs->purge_older_than(now - keep - margin); n && *n > 0) {
+            log_line("info", "attachments.purged", {{"files", *n}});
+        }
+    });
+
     std::unique_ptr<bridge_submit_sink> sink;
     std::unique_ptr<connector_host> host;
     if (!cfg.connectors.empty()) {
@@ -253,12 +271,7 @@ int run_serve(const std::vector<std::string>& args) {
         connector_host_options ho;
         ho.module_dirs = p.values("module-path");
         ho.public_url = settings.public_url;
-        // Attachments live beside the SQLite database (the config's directory with PostgreSQL).
-        ho.attachment_dir = ((cfg.store.backend == store_config::backend_kind::sqlite
-                                 ? std::filesystem::path(cfg.store.sqlite_path).parent_path()
-                                 : cfg.base_dir) /
-                            "attachments")
-                                .string();
+        ho.attachment_dir = attachment_dir;
         host = std::make_unique<connector_host>(ho, *sink, clock, random);
         if (auto r = host->add_instances(connector_configs(cfg)); !r) {
             std::fprintf(stderr, "wopbridge serve: %s\n", r.error().message.c_str());

@@ -818,6 +818,33 @@ void read_dead_letter(reader& r, const YAML::Node& n, config& c) {
     r.integer_into(n, "maxPageSize", "deadLetter", c.dead_letter.max_page_size, 1, 1000);
 }
 
+// attachments.retention is checked against the retentions it must outlast: a dead letter can be
+// replayed (and a provider's repeat answered from dedup) until they end, and the event that comes
+// back refers to the attachment's bytes.
+void read_attachments(reader& r, const YAML::Node& n, config& c) {
+    constexpr millis day = 24LL * 3600 * 1000;
+    const millis floor = std::max<millis>(c.dead_letter.retention_days * day,
+                                          std::max<millis>(c.delivery.dedup_retention_ms, day));
+    c.attachments.retention_ms = std::max<millis>(14 * day, floor + 7 * day);
+    if (!reader::present(n) || !r.expect_map(n, "attachments")) {
+        return;
+    }
+    r.check_keys(n, "attachments", {"retention"});
+    millis retention = 0;
+    if (!r.duration(n, "retention", "attachments", retention, 3600 * 1000)) {
+        return;
+    }
+    if (retention < floor) {
+        r.error(n["retention"].Mark(),
+                "attachments.retention: must be at least " + std::to_string(floor / 3600000) +
+                    "h, the longer of deadLetter.retentionDays and delivery.dedupRetention (a "
+                    "replayed dead letter must still find its attachments)");
+        return;
+    }
+    c.attachments.retention_ms = retention;
+    c.attachments.retention_set = true;
+}
+
 void read_connectors(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_seq(n, "connectors")) {
         return;
@@ -1011,8 +1038,8 @@ config_load_result parse_config(std::string_view text, const std::string& file_n
     }
     try {
         r.check_keys(root, "", {"server", "auth", "store", "runs", "delivery", "deadLetter",
-                                "connectors", "subscriptions", "hostKeyFile", "logging", "testSeams",
-                                "webhooks"});
+                                "attachments", "connectors", "subscriptions", "hostKeyFile",
+                                "logging", "testSeams", "webhooks"});
         if (reader::present(root["server"])) {
             read_server(r, root["server"], c);
         }
@@ -1031,6 +1058,7 @@ config_load_result parse_config(std::string_view text, const std::string& file_n
         if (reader::present(root["deadLetter"])) {
             read_dead_letter(r, root["deadLetter"], c);
         }
+        read_attachments(r, root["attachments"], c); // after delivery and deadLetter
         if (reader::present(root["connectors"])) {
             read_connectors(r, root["connectors"], c);
         }

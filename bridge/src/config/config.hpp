@@ -99,6 +99,14 @@ struct dead_letter_config {
     millis refused_signature_retention_ms = 24LL * 3600 * 1000;
 };
 
+struct attachments_config {
+    // attachments.retention: an attachment's file is removed this long after the last put of its
+    // bytes. Never below the dead-letter or dedup retention (a replay re-delivers the event that
+    // refers to it); unset: 14 days, or the longer of those two plus 7 days.
+    millis retention_ms = 14LL * 24 * 3600 * 1000;
+    bool retention_set = false;
+};
+
 struct connector_config {
     std::string name;
     std::string module;
@@ -144,6 +152,7 @@ struct config {
     runs_config runs;
     delivery_config delivery;
     dead_letter_config dead_letter;
+    attachments_config attachments;
     std::vector<connector_config> connectors;
     std::vector<subscription_config> subscriptions;
     std::string host_key_file;         // absolute

@@ -209,7 +209,7 @@ struct connector_host::impl {
         api.has_capacity = &impl::api_has_capacity;
         api.store_attachment = &impl::api_store_attachment;
         if (!options.attachment_dir.empty()) {
-            blobs = std::make_unique<blob_store>(options.attachment_dir);
+            blobs = std::make_unique<blob_store>(options.attachment_dir, &clock);
         }
 
         timer_thread = std::thread([this] { timer_loop(); });

@@ -342,6 +342,35 @@ TEST_F(ConfigTest, ReadsOverloadBoundsAndRateLimits) {
     EXPECT_EQ(d.value->server.max_in_flight_requests, 1024);
 }
 
+// attachments.retention: 14 days by default (longer than the dead-letter and dedup retention, so
+// a replay finds its bytes), raised with deadLetter.retentionDays when unset, refused below them.
+TEST_F(ConfigTest, AttachmentRetentionOutlastsDeadLetterAndDedupRetention) {
+    constexpr millis hour = 3600 * 1000;
+    auto d = parse(base);
+    ASSERT_TRUE(d) << d.errors[0].to_string();
+    EXPECT_EQ(d.value->attachments.retention_ms, 14 * 24 * hour);
+    auto longer = parse(std::string(base) + "deadLetter: {retentionDays: 30}\n");
+    ASSERT_TRUE(longer);
+    EXPECT_EQ(longer.value->attachments.retention_ms, 37 * 24 * hour);
+    auto set = parse(std::string(base) + "attachments: {retention: 200h}\n");
+    ASSERT_TRUE(set) << set.errors[0].to_string();
+    EXPECT_EQ(set.value->attachments.retention_ms, 200 * hour);
+
+    EXPECT_EQ(one_error(std::string(base) + "attachments:\n  retention: 100h\n"),
+              "test.yaml:3:14: attachments.retention: must be at least 168h, the longer of "
+              "deadLetter.retentionDays and delivery.dedupRetention (a replayed dead letter must "
+              "still find its attachments)");
+    EXPECT_EQ(one_error(std::string(base) +
+                        "delivery: {dedupRetention: 240h}\nattachments: {retention: 200h}\n"),
+              "test.yaml:3:26: attachments.retention: must be at least 240h, the longer of "
+              "deadLetter.retentionDays and delivery.dedupRetention (a replayed dead letter must "
+              "still find its attachments)");
+    EXPECT_THAT(one_error(std::string(base) + "attachments: {retention: soon}\n"),
+                HasSubstr("attachments.retention: 'soon' is not a duration"));
+    EXPECT_THAT(one_error(std::string(base) + "attachments: {keep: 1h}\n"),
+                HasSubstr("attachments: unknown key 'keep'"));
+}
+
 TEST_F(ConfigTest, ReadsDeliveryThroughputAndPerSubscriptionConcurrency) {
     auto c = parse("runs: {local: {workflows: [{id: wf}]}}\n"
                    "delivery: {concurrency: 300, batchSize: 64}\n"
