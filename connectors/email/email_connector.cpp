@@ -647,6 +647,10 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
     }
     inbound_event ev;
     ev.subscription_id = std::string(r.subscription_id);
+    // The dedup identity is the message's, not the post's: a captured post replayed after a
+    // restart (the token cache above is memory only) carries the same Message-Id / content and is
+    // a duplicate in the bridge's durable dedup, so it starts no second run. The token is left out
+    // on purpose: the provider signs each retry of a message afresh, and a retry must dedup too.
     ev.provider_event_id = email_event_id(mail->message_id, hash_material);
     ev.received_at_ms = r.received_at_ms > 0 ? r.received_at_ms : host_.now_ms();
     ev.verified = true;

@@ -249,5 +249,51 @@ TEST_F(EmailServeTest, InboundParseWebhookStartsOneRunAndRefusesReplays) {
     EXPECT_TRUE(probe_->nothing_started(sub, 1));
 }
 
+// The connector's token cache is in memory: after a restart a captured post replayed within its
+// tolerance passes verification again. It still starts nothing: its dedup identity is the message's
+// (Message-Id, else a hash of the mapped content), so the bridge's durable dedup answers it as a
+// duplicate of the first run.
+TEST_F(EmailServeTest, ACapturedWebhookReplayedAfterARestartIsADuplicateAndStartsNoSecondRun) {
+    const std::string ts = std::to_string(std::time(nullptr));
+    const std::string token = "tok-replayed-after-restart-0123456789abcdef01234567";
+    auto part = [](const std::string& name, const std::string& value) {
+        return "--b0undary\r\nContent-Disposition: form-data; name=\"" + name + "\"\r\n\r\n" +
+               value + "\r\n";
+    };
+    const std::string captured =
+        part("timestamp", ts) + part("token", token) +
+        part("signature", hmac_sha256_hex(webhook_key, ts + token)) +
+        part("from", "Ada <ada@example.com>") + part("recipient", "support@example.test") +
+        part("subject", "Captured") + part("body-plain", "Once only.") +
+        part("Message-Id", "<captured-0001@example.com>") + "--b0undary--\r\n";
+    auto post = [&] {
+        http_call c;
+        c.method = "POST";
+        c.url = serve_.url() + "/v1/ingest/" + sub;
+        c.headers = {{"content-type", "multipart/form-data; boundary=b0undary"}};
+        c.body = captured;
+        return perform(c);
+    };
+    auto first = post();
+    ASSERT_EQ(first.status, 200) << first.body;
+    std::vector<std::string> runs;
+    ASSERT_TRUE(probe_->runs_started(sub, 1, &runs));
+    ASSERT_TRUE(probe_->run_finished(runs[0]));
+
+    serve_.signal(SIGKILL);
+    EXPECT_EQ(serve_.wait_exit(), -1);
+    ASSERT_TRUE(serve_.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log"))) << serve_.error;
+    probe_ = std::make_unique<serve_probe>(serve_.url(), "hk_probe");
+
+    auto replay = post();
+    ASSERT_EQ(replay.status, 200) << replay.body;
+    EXPECT_NE(replay.body.find("\"duplicate\""), std::string::npos) << replay.body;
+    EXPECT_NE(replay.body.find(runs[0]), std::string::npos) << replay.body;
+    EXPECT_TRUE(probe_->nothing_started(sub, 1));
+    // Within this process the token cache refuses it before the bridge is asked.
+    EXPECT_EQ(post().status, 401);
+    EXPECT_TRUE(probe_->nothing_started(sub, 1));
+}
+
 } // namespace
 } // namespace wopbridge::testing
