@@ -27,6 +27,10 @@ public:
     result<void> delete_subscription(const std::string& id) override {
         return inner_->delete_subscription(id);
     }
+    result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
+                                            const std::string& replacement) override {
+        return inner_->replace_connector_settings(id, expected, replacement);
+    }
     result<void> change_state(const state_change& c, const std::string& event_id, millis at) override {
         return inner_->change_state(c, event_id, at);
     }

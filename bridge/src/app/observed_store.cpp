@@ -200,6 +200,10 @@ public:
     result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
         return inner_->delivery_stats(now);
     }
+    result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
+                                            const std::string& replacement) override {
+        return inner_->replace_connector_settings(id, expected, replacement);
+    }
 
 private:
     // A new run: its whole log was appended by the record's transaction, in the order every backend

@@ -439,6 +439,16 @@ public:
     virtual result<std::vector<subscription_delivery_stats>> delivery_stats(millis /*now*/) {
         return make_error_code(errc::unsupported);
     }
+
+    // ---- connector secrets sealed at rest (appended) ----
+    // Compare-and-set of a subscription's connector_settings_json in one statement: false when the
+    // stored value is not `expected` (changed meanwhile, by this node or another) or the
+    // subscription is gone. Nothing else of the row changes.
+    virtual result<bool> replace_connector_settings(const std::string& /*id*/,
+                                                    const std::string& /*expected*/,
+                                                    const std::string& /*replacement*/) {
+        return result<bool>(boost::system::in_place_error, make_error_code(errc::unsupported));
+    }
 };
 
 struct sqlite_options {

@@ -1076,6 +1076,28 @@ TEST_P(StoreContractTest, KeyedRowsAreSubscriptionsDedupRowsAndOutboundWebhooks)
     EXPECT_TRUE(store_->has_keyed_rows().value());
 }
 
+TEST_P(StoreContractTest, ConnectorSettingsAreReplacedOnlyWhileStillAsExpected) {
+    auto s = make_subscription("sub_conn");
+    s.connector = "forms";
+    s.connector_settings_json = R"({"tokenSecret":"clear"})";
+    ASSERT_TRUE(store_->insert_subscription(s));
+    ASSERT_TRUE(store_->change_state({s.id, s.source, sub_state::active, sub_state::paused,
+                                      state_reason::none},
+                                     "evt_pause", t0 + 1));
+    const std::string sealed = R"({"tokenSecret":{"$sealed":"v1:AAAA"}})";
+    EXPECT_FALSE(store_->replace_connector_settings(s.id, R"({"other":1})", sealed).value());
+    EXPECT_TRUE(
+        store_->replace_connector_settings(s.id, s.connector_settings_json, sealed).value());
+    EXPECT_FALSE(store_->replace_connector_settings(s.id, s.connector_settings_json, "{}").value());
+    EXPECT_FALSE(store_->replace_connector_settings("sub_missing", "{}", sealed).value());
+    auto got = store_->get_subscription(s.id);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->connector_settings_json, sealed);
+    EXPECT_EQ(got->state, sub_state::paused); // nothing else of the row changed
+    EXPECT_EQ(got->sealed_secret, s.sealed_secret);
+    EXPECT_EQ(got->updated_at, t0 + 1); // the pause's, not touched by the replacement
+}
+
 TEST_P(StoreContractTest, EndRunCommitsTheLastEventAndTheStatusTogether) {
     add_subscription("sub_a");
     must_intake(make_intake("sub_a", "k", "1"));

@@ -431,6 +431,26 @@ class postgres_store final : public store {
         });
     }
 
+    result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
+                                            const std::string& replacement) override {
+        const subscription_forget forget{*this, id};
+        bool replaced = false;
+        auto r = write([&](connection& c) -> result<void> {
+            auto q = c.exec("UPDATE subscriptions SET connector_settings_json = $3 "
+                            "WHERE id = $1 AND connector_settings_json = $2",
+                            {p(id), p(expected), p(replacement)});
+            if (!q) {
+                return q.error();
+            }
+            replaced = q->affected() == 1;
+            return {};
+        });
+        if (!r) {
+            return result<bool>(boost::system::in_place_error, r.error());
+        }
+        return replaced;
+    }
+
     result<void> change_state(const state_change& change, const std::string& event_id,
                               millis at) override {
         const subscription_forget forget{*this, change.subscription_id};

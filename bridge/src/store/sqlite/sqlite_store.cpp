@@ -483,6 +483,24 @@ class sqlite_store final : public store {
         });
     }
 
+    result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
+                                            const std::string& replacement) override {
+        const subscription_forget forget{*this, id};
+        bool replaced = false;
+        auto r = write_transaction([&]() -> result<void> {
+            auto st = writer_->prepare("UPDATE subscriptions SET connector_settings_json = ?3 "
+                                       "WHERE id = ?1 AND connector_settings_json = ?2");
+            st.bind(1, id).bind(2, expected).bind(3, replacement);
+            WB_TRY(st.run());
+            replaced = writer_->changes() == 1;
+            return {};
+        });
+        if (!r) {
+            return result<bool>(boost::system::in_place_error, r.error());
+        }
+        return replaced;
+    }
+
     result<void> change_state(const state_change& change, const std::string& event_id,
                               millis at) override {
         const subscription_forget forget{*this, change.subscription_id};
