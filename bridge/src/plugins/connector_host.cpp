@@ -45,8 +45,18 @@ enum class phase { created, running, stopping, stopped, destroyed };
 struct sub_entry {
     std::string source;
     std::string workflow_id;
-    std::string settings_json;
-    bool operator==(const sub_entry&) const = default;
+    std::string settings_json;        // plain: what the module was given
+    std::string stored_settings_json; // as the store keeps it (secrets sealed)
+    // The same subscription for the module: sealing the same settings again (another nonce)
+    // changes only the stored form.
+    bool operator==(const sub_entry& o) const {
+        return source == o.source && workflow_id == o.workflow_id &&
+               settings_json == o.settings_json;
+    }
+    bool same_stored(const sub_entry& o) const {
+        return source == o.source && workflow_id == o.workflow_id &&
+               stored_settings_json == o.stored_settings_json;
+    }
 };
 
 struct instance {
@@ -163,6 +173,13 @@ std::string lower(std::string_view s) {
         }
     }
     return out;
+}
+
+// A reason a module wrote may quote the settings it was given: their secrets never leave.
+module_error redacted(module_error e, const std::string& settings_json,
+                      const secret_fields& secrets) {
+    e.message = redact_values(std::move(e.message), secret_values(settings_json, secrets));
+    return e;
 }
 
 connector_stats stats_of(const instance& inst) {
@@ -950,7 +967,7 @@ wb_status connector_host::impl::register_subscription(instance& inst,
     }
     // subscribe() for it runs later on a worker, outside the connector's current call.
     instance* ip = &inst;
-    sub_entry entry{d.source, d.workflow_id, d.settings_json};
+    sub_entry entry{d.source, d.workflow_id, d.settings_json, {}};
     enqueue(work_item{nullptr, [this, ip, id = d.id, entry] {
                           if (ip->state.load() != phase::running) {
                               return; // do not queue behind a stop that waits for the workers
@@ -997,7 +1014,7 @@ module_result<void> connector_host::add_instance(const connector_instance_config
         return c.error();
     }
     if (auto v = mod->validate(settings); !v) {
-        return v.error();
+        return redacted(v.error(), settings, schemas->config_secrets());
     }
     auto inst = std::make_shared<instance>();
     inst->name = config.name;
@@ -1020,8 +1037,9 @@ module_result<void> connector_host::add_instance(const connector_instance_config
     buf.back() = '\0';
     if (st != WB_OK || inst->conn == nullptr) {
         const std::string reason = buf[0] != '\0' ? buf.data() : "status " + std::to_string(st);
-        return module_error{errc::invalid_argument,
-                            inst->module.path + ": config rejected: " + reason};
+        return redacted(
+            {errc::invalid_argument, inst->module.path + ": config rejected: " + reason}, settings,
+            inst->schemas.config_secrets());
     }
     try {
         st = d->start(inst->conn);
@@ -1068,19 +1086,59 @@ module_result<void> connector_host::subscribe(const subscription& sub) {
     if (inst->state.load() != phase::running) {
         return module_error{errc::conflict, "connector '" + inst->name + "' is not running"};
     }
-    sub_entry entry{std::string(source_name(sub.source)), sub.workflow_id,
+    sub_entry entry{std::string(source_name(sub.source)), sub.workflow_id, {},
                     sub.connector_settings_json.empty() ? "{}" : sub.connector_settings_json};
     {
-        // Unchanged (the connector sync asks again every pass): no schema check, no module call.
+        // Unchanged (the connector sync asks again every pass): nothing opened or checked, no
+        // module call.
         std::lock_guard lk(inst->mu);
-        if (auto it = inst->subs.find(sub.id); it != inst->subs.end() && it->second == entry) {
+        if (auto it = inst->subs.find(sub.id);
+            it != inst->subs.end() && it->second.same_stored(entry)) {
             return {};
         }
     }
+    auto opened = open_stored_settings(entry.stored_settings_json, impl_->options.box);
+    if (!opened) {
+        return module_error{errc::invalid_argument,
+                            "settings of subscription " + sub.id +
+                                " hold a sealed secret this host key cannot open (sealed under "
+                                "another key, or altered)"};
+    }
+    entry.settings_json = std::move(*opened);
+    {
+        std::lock_guard lk(inst->mu);
+        if (auto it = inst->subs.find(sub.id); it != inst->subs.end() && it->second == entry) {
+            it->second.stored_settings_json = entry.stored_settings_json;
+            return {};
+        }
+    }
+    // Checked plain: the schema describes the values, not their sealed form.
     if (auto c = inst->schemas.check_subscription(entry.settings_json, sub.id); !c) {
         return c.error();
     }
-    return impl_->subscribe_locked(*inst, sub.id, entry);
+    if (auto r = impl_->subscribe_locked(*inst, sub.id, entry); !r) {
+        return redacted(r.error(), entry.settings_json, inst->schemas.subscription_secrets());
+    }
+    return {};
+}
+
+module_result<sealed_settings> connector_host::seal_settings(const std::string& connector,
+                                                             std::string_view settings_json,
+                                                             seal_mode mode) const {
+    if (impl_->options.box == nullptr) {
+        return module_error{errc::unsupported, "this host has no key to seal settings with"};
+    }
+    auto inst = impl_->find(connector);
+    const auto fields =
+        inst ? inst->schemas.subscription_secrets() : secret_fields::every_setting();
+    std::lock_guard lk(impl_->random_mu);
+    auto r = seal_secret_settings(settings_json, fields, *impl_->options.box, impl_->random, mode);
+    if (!r) {
+        return module_error{errc::invalid_argument,
+                            "settings must be a JSON object without the key \"$sealed\" (reserved "
+                            "for secrets sealed at rest)"};
+    }
+    return std::move(*r);
 }
 
 module_result<void> connector_host::unsubscribe(const std::string& connector,

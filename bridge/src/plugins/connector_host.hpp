@@ -13,6 +13,7 @@
 #include "app/ingest_router.hpp"
 #include "core/clock.hpp"
 #include "plugins/module_loader.hpp"
+#include "plugins/secret_settings.hpp"
 #include "plugins/submit_sink.hpp"
 
 #include <cstdint>
@@ -62,6 +63,10 @@ struct connector_host_options {
     // The blob store directory behind api->store_attachment (email parts, uploaded files).
     // Empty: store_attachment answers WB_ERR_UNSUPPORTED.
     std::string attachment_dir;
+    // The bridge's host key box (bridge::host_key_box): opens sealed secret settings before the
+    // schema check and the module see them, and seals them for the store (seal_settings).
+    // Null: settings holding sealed values are refused, and seal_settings answers unsupported.
+    const secret_box* box = nullptr;
 };
 
 // Per-instance counters (content-free).
@@ -105,6 +110,13 @@ class connector_host final : public ingest_router {
     // Idempotent: unknown ids are ok.
     module_result<void> unsubscribe(const std::string& connector,
                                     const std::string& subscription_id);
+
+    // Subscription settings for `connector` as the store keeps them: every value its module's
+    // subscription schema marks secret sealed (plugins/secret_settings), every top-level value when
+    // no such instance is loaded here. subscribe() opens them again.
+    module_result<sealed_settings> seal_settings(const std::string& connector,
+                                                 std::string_view settings_json,
+                                                 seal_mode mode) const;
 
     // stop(deadline) -> run queued tasks -> wait for in-flight work -> answer leftovers 503 ->
     // destroy.

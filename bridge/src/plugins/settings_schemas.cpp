@@ -18,13 +18,15 @@ module_result<settings_schemas> settings_schemas::compile(const loaded_module& m
     auto reg = std::make_shared<schema_registry>();
     settings_schemas out;
     out.module_ = m.name;
-    auto add = [&](const std::string& text, const char* ref, const char* what) -> module_result<void> {
+    auto add = [&](const std::string& text, const char* ref, const char* what,
+                   secret_fields& secrets) -> module_result<void> {
         boost::system::error_code ec;
         auto doc = boost::json::parse(text, ec);
         if (ec) {
             return module_error{errc::invalid_argument,
                                 m.path + ": its " + what + " is not JSON: " + ec.message()};
         }
+        secrets = secret_fields::from_schema(doc);
         if (auto r = reg->add(std::move(doc), ref); !r) {
             return module_error{errc::invalid_argument,
                                 m.path + ": its " + what + " is not a usable JSON Schema"};
@@ -32,13 +34,16 @@ module_result<settings_schemas> settings_schemas::compile(const loaded_module& m
         return {};
     };
     if (!blank(m.config_schema_json)) {
-        if (auto r = add(m.config_schema_json, config_ref, "config schema"); !r) {
+        if (auto r = add(m.config_schema_json, config_ref, "config schema", out.config_secrets_);
+            !r) {
             return r.error();
         }
         out.config_ = true;
     }
     if (!blank(m.subscription_schema_json)) {
-        if (auto r = add(m.subscription_schema_json, subscription_ref, "subscription schema"); !r) {
+        if (auto r = add(m.subscription_schema_json, subscription_ref, "subscription schema",
+                         out.subscription_secrets_);
+            !r) {
             return r.error();
         }
         out.subscription_ = true;

@@ -6,6 +6,7 @@
 
 #include "contract/json_schema.hpp"
 #include "plugins/module_loader.hpp"
+#include "plugins/secret_settings.hpp"
 
 #include <memory>
 #include <string>
@@ -25,11 +26,17 @@ public:
     module_result<void> check_subscription(std::string_view settings_json,
                                            const std::string& subscription_id) const;
 
+    // The settings each schema marks secret (plugins/secret_settings): sealed at rest.
+    const secret_fields& config_secrets() const noexcept { return config_secrets_; }
+    const secret_fields& subscription_secrets() const noexcept { return subscription_secrets_; }
+
 private:
     std::shared_ptr<const schema_registry> registry_;
     std::string module_;
     bool config_ = false;
     bool subscription_ = false;
+    secret_fields config_secrets_;
+    secret_fields subscription_secrets_;
 };
 
 } // namespace wopbridge
