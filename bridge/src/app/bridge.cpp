@@ -176,6 +176,15 @@ struct bridge::impl final : run_lifecycle_sink {
     std::mutex observers_mutex;
     std::vector<std::function<void(const run_event&)>> observers;
     std::vector<std::function<std::string()>> metrics_sources; // guarded by observers_mutex
+    bridge::connector_settings_sealer settings_sealer; // set before start()
+
+    // The stored form of a connector subscription's settings (secrets sealed by the sealer).
+    result<std::string> stored_settings(const subscription& sub) const {
+        if (sub.connector.empty() || !settings_sealer) {
+            return sub.connector_settings_json;
+        }
+        return settings_sealer(sub.connector, sub.connector_settings_json);
+    }
     std::unique_ptr<outbound::webhook_dispatcher> webhooks; // destroyed before the store
 
     void notify_run_event(const run_event& e) {
@@ -961,6 +970,11 @@ result<void> bridge::apply_config_subscriptions(const std::vector<subscription>&
             sub.created_at = m.now();
         }
         sub.updated_at = m.now();
+        auto stored = m.stored_settings(sub);
+        if (!stored) {
+            return stored.error();
+        }
+        sub.connector_settings_json = std::move(*stored);
         auto r = m.st->upsert_config_subscription(sub);
         if (!r) {
             return r.error();
@@ -1042,6 +1056,11 @@ result<registration_result> bridge::register_subscription(const registration_req
         sub.secret_fingerprint = m.box->fingerprint(out.signing_secret);
         sub.webhook_id = m.mint("wh");
     }
+    auto stored = m.stored_settings(sub);
+    if (!stored) {
+        return stored.error();
+    }
+    sub.connector_settings_json = std::move(*stored);
     auto ins = m.st->insert_subscription(sub);
     if (!ins) {
         return ins.error();
@@ -1559,6 +1578,19 @@ std::string bridge::metrics_text_for(const std::optional<std::string>* scoped) {
 void bridge::add_metrics_source(std::function<std::string()> render) {
     std::lock_guard lock(impl_->observers_mutex);
     impl_->metrics_sources.push_back(std::move(render));
+}
+
+void bridge::set_connector_settings_sealer(connector_settings_sealer sealer) {
+    impl_->settings_sealer = std::move(sealer);
+}
+
+const secret_box* bridge::data_key_box() const noexcept {
+    return impl_->box ? &*impl_->box : nullptr;
+}
+
+result<bool> bridge::replace_connector_settings(const std::string& id, const std::string& expected,
+                                                const std::string& replacement) {
+    return impl_->st->replace_connector_settings(id, expected, replacement);
 }
 
 result<std::vector<subscription_overview>> bridge::overview(const std::string& tenant) {

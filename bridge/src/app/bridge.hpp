@@ -20,6 +20,7 @@ namespace wopbridge {
 
 class run_starter;
 class delivery_engine;
+class secret_box;
 namespace outbound {
 class webhook_dispatcher;
 }
@@ -292,6 +293,22 @@ public:
     // Extra Prometheus text appended to metrics_text() at each scrape (e.g. connector counters the
     // serve command collects from the connector host). Add before start().
     void add_metrics_source(std::function<std::string()> render);
+
+    // ---- appended: connector secrets sealed at rest ----
+    // Turns a connector subscription's settings into what the store keeps (the connector host's
+    // seal_settings: the values its module marks secret sealed); an error refuses them.
+    // register_subscription and apply_config_subscriptions call it before every write of connector
+    // settings. Set it before start(); unset, settings are stored as given.
+    using connector_settings_sealer = std::function<result<std::string>(
+        const std::string& connector, const std::string& settings_json)>;
+    void set_connector_settings_sealer(connector_settings_sealer sealer);
+    // The store's data key once bind_host_key() or start() opened it (null when the host key file
+    // is unusable): what connector settings are sealed with and open with.
+    const secret_box* data_key_box() const noexcept;
+    // Replaces a subscription's stored connector settings if they are still `expected` (false when
+    // they changed meanwhile, or the subscription is gone): the sealing of rows stored in clear.
+    result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
+                                            const std::string& replacement);
 
     struct impl;
 

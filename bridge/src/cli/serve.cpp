@@ -272,6 +272,7 @@ int run_serve(const std::vector<std::string>& args) {
         ho.module_dirs = p.values("module-path");
         ho.public_url = settings.public_url;
         ho.attachment_dir = attachment_dir;
+        ho.box = b->data_key_box();
         host = std::make_unique<connector_host>(ho, *sink, clock, random);
         if (auto r = host->add_instances(connector_configs(cfg)); !r) {
             std::fprintf(stderr, "wopbridge serve: %s\n", r.error().message.c_str());
@@ -286,7 +287,23 @@ int run_serve(const std::vector<std::string>& args) {
 
     std::unique_ptr<connector_sync> sync;
     if (host) {
+        // Settings the modules mark secret are sealed before any write reaches the store, and the
+        // rows kept in clear before are sealed now, under the key just checked.
+        b->set_connector_settings_sealer(
+            [h = host.get()](const std::string& connector,
+                             const std::string& settings) -> result<std::string> {
+                auto sealed = h->seal_settings(connector, settings, seal_mode::intake);
+                if (!sealed) {
+                    return make_error_code(sealed.error().code);
+                }
+                return std::move(sealed->json);
+            });
         sync = std::make_unique<connector_sync>(*b, *host);
+        if (auto sealed = sync->seal_stored_settings(); !sealed) {
+            std::fprintf(stderr, "wopbridge serve: cannot seal the stored connector settings: %s\n",
+                         sealed.error().message().c_str());
+            return 1;
+        }
     }
     if (std::string why; !apply_subscriptions(cfg, *b, sync.get(), why)) {
         std::fprintf(stderr, "wopbridge serve: cannot apply subscriptions: %s\n", why.c_str());

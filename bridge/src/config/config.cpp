@@ -364,6 +364,12 @@ public:
                     ok = false;
                     continue;
                 }
+                if (it->first.Scalar() == "$sealed") {
+                    error(it->first.Mark(),
+                          path + ": the key $sealed is reserved (secrets sealed at rest)");
+                    ok = false;
+                    continue;
+                }
                 auto v = to_json(it->second, join(path, it->first.Scalar()));
                 if (!v) {
                     ok = false;

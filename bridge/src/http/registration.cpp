@@ -1,6 +1,7 @@
 #include "http/registration.hpp"
 
 #include "contract/wire.hpp"
+#include "plugins/secret_settings.hpp"
 #include "schedule/cron.hpp"
 #include "schedule/time_zone.hpp"
 
@@ -198,6 +199,9 @@ parse_result parse_registration(std::string_view body, const std::string& tenant
         }
         if (!st->is_object()) {
             return fail("settings", "settings must be an object");
+        }
+        if (carries_sealed_key(*st)) {
+            return fail("settings", "the key \"$sealed\" is reserved (secrets sealed at rest)");
         }
         req.connector_settings_json = json::serialize(*st);
     }

@@ -63,7 +63,7 @@ struct connector_host_options {
     // The blob store directory behind api->store_attachment (email parts, uploaded files).
     // Empty: store_attachment answers WB_ERR_UNSUPPORTED.
     std::string attachment_dir;
-    // The bridge's host key box (bridge::host_key_box): opens sealed secret settings before the
+    // The bridge's host key box (bridge::data_key_box): opens sealed secret settings before the
     // schema check and the module see them, and seals them for the store (seal_settings).
     // Null: settings holding sealed values are refused, and seal_settings answers unsupported.
     const secret_box* box = nullptr;

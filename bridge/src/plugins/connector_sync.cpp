@@ -49,6 +49,42 @@ result<std::vector<connector_refusal>> connector_sync::reconcile() {
     return refused;
 }
 
+result<int> connector_sync::seal_stored_settings() {
+    auto subs = bridge_.all_subscriptions();
+    if (!subs) {
+        return subs.error();
+    }
+    const auto names = host_.connector_names();
+    int sealed = 0;
+    for (const auto& s : *subs) {
+        if (s.connector.empty() ||
+            std::find(names.begin(), names.end(), s.connector) == names.end()) {
+            continue; // its schema is unknown here: sealed by a start that loads the connector
+        }
+        auto next = host_.seal_settings(s.connector, s.connector_settings_json,
+                                        seal_mode::keep_sealed);
+        if (!next) {
+            // Not a JSON object: the connector refuses it anyway; nothing to seal in it.
+            log_line("warn", "connector.settings_unsealable",
+                     {{"subscriptionId", s.id}, {"connector", s.connector}});
+            continue;
+        }
+        if (!next->changed) {
+            continue;
+        }
+        auto replaced =
+            bridge_.replace_connector_settings(s.id, s.connector_settings_json, next->json);
+        if (!replaced) {
+            return replaced.error();
+        }
+        sealed += *replaced ? 1 : 0;
+    }
+    if (sealed > 0) {
+        log_line("info", "connector.settings_sealed", {{"subscriptions", sealed}});
+    }
+    return sealed;
+}
+
 void connector_sync::start(std::chrono::milliseconds interval) {
     std::lock_guard lock(mu_);
     if (thread_.joinable()) {

@@ -35,6 +35,13 @@ public:
     // logged once per subscription and settings. A store that cannot be read changes nothing.
     result<std::vector<connector_refusal>> reconcile();
 
+    // The data migration of secrets stored in clear (from before they were sealed, or a field a
+    // newer module marks): every stored subscription of a connector loaded here gets the values
+    // its schema marks secret sealed, one compare-and-set per row, so a row changed meanwhile (by
+    // a node sealing it too) is left to that change. Idempotent: sealed values are kept. Returns
+    // how many rows were sealed. Run at start, after the host key check, before the first pass.
+    result<int> seal_stored_settings();
+
     // A pass every `interval` on a thread of its own, until stop().
     void start(std::chrono::milliseconds interval);
     void stop();
