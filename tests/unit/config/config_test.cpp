@@ -153,6 +153,14 @@ TEST_F(ConfigTest, FileSecretsAreReadAndTrimmed) {
               "test.yaml:2:24: auth.apiKeys[0].key: cannot read secret file /nonexistent/k");
 }
 
+// Sealed connector secrets are stored as {"$sealed": ...}: no settings object may claim the key.
+TEST_F(ConfigTest, TheSealedKeyIsReservedInConnectorSettings) {
+    EXPECT_THAT(one_error(std::string(base) + "connectors: [{name: c, module: m}]\n" +
+                          "subscriptions:\n  - {id: a, workflowId: wf, connector: c,\n"
+                          "     settings: {token: {$sealed: \"v1:AAAA\"}}}\n"),
+                HasSubstr("subscriptions[0].settings.token: the key $sealed is reserved"));
+}
+
 TEST_F(ConfigTest, UnknownKeySuggestsTheClosest) {
     EXPECT_EQ(one_error("server: {listn: \"127.0.0.1:1\"}\n"),
               "test.yaml:1:10: server: unknown key 'listn' (did you mean 'listen'?)");
