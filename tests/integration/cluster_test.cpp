@@ -206,15 +206,17 @@ class ClusterTest : public ::testing::Test {
                "  apiKeys:\n"
                "    - {key: hk_cluster, tenant: default, scopes: [runs:read, webhooks:manage]}\n"
                "store: {postgres: {url: \""
-            << pg_->url(db_)
-            << "\"}}\n"
+            << pg_->url(db_) << "\""
+            << (node_timeout_.empty() ? "" : ", nodeTimeout: " + node_timeout_)
+            << "}}\n"
                "hostKeyFile: "
             << (i < static_cast<int>(key_files_.size()) ? key_files_[i] : "host.key")
             << "\n"
                "runs: {upstream: {baseUrl: \""
             << upstream_->base_url() << "\", apiKey: " << node_key(i)
             << ", timeout: 30s}}\n"
-               "delivery: {lease: 3s, maxInFlight: 16, attemptTimeout: 40s}\n"
+               "delivery: {lease: "
+            << lease_ << ", maxInFlight: 16, attemptTimeout: 40s}\n"
                "subscriptions:\n"
                "  - {id: orders, source: webhook, workflowId: wf-orders, signingSecret: \""
             << secret << "\"}\n";
@@ -232,8 +234,9 @@ class ClusterTest : public ::testing::Test {
     }
 
     // Nodes start one after the other: the first creates the shared host key file.
+    // Nodes up to `n` in all (those already running stay).
     void start_nodes(int n) {
-        for (int i = 0; i < n; ++i) {
+        for (int i = static_cast<int>(nodes_.size()); i < n; ++i) {
             auto node = std::make_unique<serve_process>();
             const std::string log = dir_.file("node" + std::to_string(i) + ".log");
             ASSERT_TRUE(node->start(config_for(i), log)) << node->error;
@@ -269,6 +272,8 @@ class ClusterTest : public ::testing::Test {
     std::mutex mu_;
     std::map<std::string, std::vector<std::string>> starts_; // Idempotency-Key -> callers
     std::string stalled_node_key_;
+    std::string lease_ = "3s";
+    std::string node_timeout_; // store.postgres.nodeTimeout; the default when empty
     bool with_schedule_ = false;
     bool with_webhooks_ = false;
     bool with_hello_ = false;
@@ -407,6 +412,42 @@ TEST_F(ClusterTest, AConnectorSubscriptionRegisteredOnOneNodeIsServedByEveryNode
     ASSERT_EQ(deleted.status, 204) << deleted.body << "\n" << node_logs();
     EXPECT_TRUE(eventually([&] { return post_to(0, "evt-gone-" + std::to_string(n++)) == 404; }))
         << node_logs();
+}
+
+// A SIGKILLed node's claims start elsewhere after the node timeout, not after their lease: with a
+// 60 s lease and a 3 s node timeout, the delivery the dead node held is delivered by the other
+// node within seconds (issue 16: claims of a dead node reclaimed sooner than a full lease).
+TEST_F(ClusterTest, ASigkilledNodesClaimsStartOnAnotherNodeLongBeforeTheirLease) {
+    lease_ = "60s";
+    node_timeout_ = "3s";
+    stalled_node_key_ = node_key(0); // node 0 takes the delivery and never finishes it
+    start_nodes(1);
+    std::vector<ingest_job> jobs;
+    jobs.emplace_back(fresh_webhook_id(), 0);
+    send_all(jobs, urls_, 1, [](int) {});
+    ASSERT_EQ(jobs[0].status, 202) << jobs[0].body;
+    ASSERT_TRUE(eventually([&] { return starts().size() == 1; })) << node_logs();
+    start_nodes(2); // node 1 joins while node 0 holds the claim
+    const auto killed = std::chrono::steady_clock::now();
+    nodes_[0]->signal(SIGKILL);
+    (void)nodes_[0]->wait_exit(10);
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto s = starts();
+            return !s.empty() && s.begin()->second.size() == 2;
+        },
+        std::chrono::seconds(30)))
+        << node_logs();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+    const auto callers = starts().begin()->second;
+    EXPECT_EQ(callers[1], "Bearer " + node_key(1)) << "node 1 started the run the dead node held";
+    EXPECT_LT(waited, 15.0) << "reclaimed after " << waited << " s (lease 60 s, node timeout 3 s)";
+    EXPECT_NE(read_text_file(dir_.file("node1.log")).find("cluster.claims_released"),
+              std::string::npos)
+        << node_logs();
+    std::printf("[ measured ] a SIGKILLed node's claim started on another node %.2f s after the "
+                "kill (lease 60 s, nodeTimeout 3 s)\n", waited);
 }
 
 TEST_F(ClusterTest, SigkilledNodeMidBurstLosesNothingAndItsLeasesMoveOn) {

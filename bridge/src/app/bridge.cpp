@@ -8,6 +8,7 @@
 #include "core/log.hpp"
 #include "core/metrics.hpp"
 #include "app/host_key_check.hpp"
+#include "app/node_liveness.hpp"
 #include "core/secret_box.hpp"
 #include "core/synchronized_random.hpp"
 #include "delivery/delivery_engine.hpp"
@@ -186,6 +187,7 @@ struct bridge::impl final : run_lifecycle_sink {
         return settings_sealer(sub.connector, sub.connector_settings_json);
     }
     std::unique_ptr<outbound::webhook_dispatcher> webhooks; // destroyed before the store
+    std::unique_ptr<node_liveness> liveness;                 // shared stores only; likewise
 
     void notify_run_event(const run_event& e) {
         std::vector<std::function<void(const run_event&)>> copy;
@@ -913,6 +915,12 @@ result<void> bridge::start() {
     if (first) {
         impl_->fail_interrupted_runs();
     }
+    // Beats before the first claim, so a claim never names a node the others have not seen.
+    auto live = std::make_unique<node_liveness>(*impl_->st, impl_->settings.node_beat_ms,
+                                                impl_->settings.node_timeout_ms);
+    if (live->start()) {
+        impl_->liveness = std::move(live);
+    }
     impl_->engine->start();
     impl_->start_housekeeping();
     impl_->jobs->start(); // after the engine: resumed replays are delivered
@@ -935,6 +943,10 @@ void bridge::stop() {
     impl_->sched->stop(); // stop producing ticks before the engine drains
     impl_->stop_background();
     impl_->engine->stop();
+    if (impl_->liveness) {
+        impl_->liveness->stop(); // after the engine: what it left unsettled is claimable at once
+        impl_->liveness.reset();
+    }
     impl_->starter->stop();
     if (impl_->webhooks) {
         impl_->webhooks->stop(); // after the engine: its last run events are already in the outbox

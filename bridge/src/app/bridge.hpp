@@ -32,6 +32,10 @@ struct bridge_settings {
     retry_policy default_retry;
     breaker_policy default_breaker;
     millis dedup_retention_ms = 24LL * 3600 * 1000; // never below 24 h
+    // Shared stores: a beat per node_beat_ms; a node silent past node_timeout_ms has its claims
+    // freed for the others (app/node_liveness.hpp).
+    millis node_beat_ms = 1000;
+    millis node_timeout_ms = 10000;
     int dead_letter_retention_days = 7;
     millis refused_signature_retention_ms = 24LL * 3600 * 1000; // deadLetter.refusedSignatureRetention
     int dead_letter_max_page_size = 100;

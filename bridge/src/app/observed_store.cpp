@@ -104,6 +104,10 @@ public:
         return inner_->bind_host_key_check(check, wrapped_data_key);
     }
     result<bool> has_keyed_rows() override { return inner_->has_keyed_rows(); }
+    result<int> keep_node_alive(millis silent_ms) override {
+        return inner_->keep_node_alive(silent_ms);
+    }
+    result<void> leave_cluster() override { return inner_->leave_cluster(); }
     result<std::map<std::string, std::string>> data_key_wraps() override {
         return inner_->data_key_wraps();
     }

@@ -667,7 +667,9 @@ void read_store(reader& r, const YAML::Node& n, config& c) {
     if (reader::present(pg)) {
         c.store.backend = store_config::backend_kind::postgres;
         if (r.expect_map(pg, "store.postgres")) {
-            r.check_keys(pg, "store.postgres", {"url"});
+            r.check_keys(pg, "store.postgres", {"url", "nodeTimeout"});
+            // Past this silence a node's claims are freed for the others: at least a few beats.
+            r.duration(pg, "nodeTimeout", "store.postgres", c.store.node_timeout_ms, 3000);
             std::string url;
             if (r.str(pg, "url", "store.postgres", url, true, true)) {
                 if (url.rfind("postgresql://", 0) != 0 && url.rfind("postgres://", 0) != 0) {
@@ -1136,6 +1138,7 @@ bridge_settings make_bridge_settings(const config& c) {
     s.default_retry = c.delivery.retry;
     s.default_breaker = c.delivery.breaker;
     s.dedup_retention_ms = std::max<millis>(c.delivery.dedup_retention_ms, 24LL * 3600 * 1000);
+    s.node_timeout_ms = c.store.node_timeout_ms;
     s.dead_letter_retention_days = c.dead_letter.retention_days;
     s.dead_letter_max_page_size = c.dead_letter.max_page_size;
     s.refused_signature_retention_ms = c.dead_letter.refused_signature_retention_ms;

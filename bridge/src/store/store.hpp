@@ -349,6 +349,16 @@ public:
     // leases run out. Returns how many deliveries.
     // Backends shared by several nodes answer unsupported (another node's claims are live).
     virtual result<int> release_all_claims() { return make_error_code(errc::unsupported); }
+    // Stores shared by several nodes (PostgreSQL): this node is alive (a beat every second or so),
+    // and the deliveries claimed by a node silent for longer than `silent_ms`, by the database's
+    // clock, are claimable now rather than when their leases run out. Returns how many were
+    // freed. Single-node stores answer unsupported (serve's lock and release_all_claims cover
+    // them).
+    virtual result<int> keep_node_alive(millis /*silent_ms*/) {
+        return make_error_code(errc::unsupported);
+    }
+    // This node stops: it is no longer listed and its unsettled claims are claimable at once.
+    virtual result<void> leave_cluster() { return make_error_code(errc::unsupported); }
     // A small committed (fsynced) write, for /readyz after a failed commit: a full disk or a
     // read-only file fails it, so readiness returns only once writes work again.
     virtual result<void> probe_write() { return ping(); }

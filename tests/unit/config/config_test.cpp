@@ -222,6 +222,14 @@ TEST_F(ConfigTest, PostgresStoreIsParsed) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r.value->store.backend, store_config::backend_kind::postgres);
     EXPECT_EQ(r.value->store.postgres_url, "postgresql://u@h/db");
+    EXPECT_EQ(make_bridge_settings(*r.value).node_timeout_ms, 10000);
+    auto tuned = parse(std::string(base) +
+                       "store: {postgres: {url: \"postgresql://u@h/db\", nodeTimeout: 4s}}\n");
+    ASSERT_TRUE(tuned);
+    EXPECT_EQ(make_bridge_settings(*tuned.value).node_timeout_ms, 4000);
+    auto e = errors(std::string(base) +
+                    "store: {postgres: {url: \"postgresql://u@h/db\", nodeTimeout: 1s}}\n");
+    EXPECT_THAT(e, ::testing::Contains(HasSubstr("store.postgres.nodeTimeout: must be at least 3s")));
 }
 
 TEST_F(ConfigTest, YamlSyntaxErrorHasItsMark) {

@@ -1,6 +1,7 @@
 // The store contract, run against every backend (SQLite, PostgreSQL). A backend joins by adding a
 // store_backend to the INSTANTIATE_TEST_SUITE_P list at the bottom.
 #include "store/store.hpp"
+#include "support/eventually.hpp"
 #include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
@@ -1249,6 +1250,40 @@ TEST_P(StoreContractTest, ARefusedSignaturesAttemptEventGoesWithItsDeadLetter) {
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].event_id, "evt_ref_2");
     EXPECT_EQ(store_->list_dead_letters("sub_a", {}, t0)->items.size(), 1u);
+}
+
+// Nodes of a shared store: what a silent node claimed is freed for the others after the node
+// timeout (by the database's clock) rather than after its lease; a node that leaves frees its
+// claims at once. Single-node stores have no nodes.
+TEST_P(StoreContractTest, ASilentNodesClaimsAreFreedForTheOthersBeforeTheirLease) {
+    auto other_node = GetParam().open(dir_);
+    ASSERT_TRUE(other_node);
+    auto& other = **other_node;
+    if (GetParam().name != "postgres") {
+        EXPECT_EQ(store_->keep_node_alive(1000).error(), make_error_code(errc::unsupported));
+        EXPECT_EQ(store_->leave_cluster().error(), make_error_code(errc::unsupported));
+        return;
+    }
+    add_subscription("sub_a");
+    must_intake(make_intake("sub_a", "k1", "1"));
+    must_intake(make_intake("sub_a", "k2", "2"));
+    ASSERT_EQ(store_->keep_node_alive(60000).value(), 0);
+    ASSERT_EQ(claim(t0, 1).size(), 1u); // a 60 s lease
+    ASSERT_EQ(other.keep_node_alive(60000).value(), 0);
+    ASSERT_EQ(other.claim_due(t0 + 1, 10, 60000)->size(), 1u); // the other one
+    EXPECT_TRUE(other.claim_due(t0 + 2, 10, 60000)->empty()); // the first is leased
+    // Node 1 stops beating: node 2, with a short timeout, frees its claim (exactly one).
+    EXPECT_TRUE(testing::eventually([&] {
+        auto freed = other.keep_node_alive(50);
+        return freed && *freed == 1;
+    }));
+    auto taken = other.claim_due(t0 + 3, 10, 60000);
+    ASSERT_TRUE(taken);
+    ASSERT_EQ(taken->size(), 1u);
+    EXPECT_EQ(taken->front().dedup_key, "k1");
+    // Node 2 leaves: both its claims are claimable by node 1 at once, leases notwithstanding.
+    ASSERT_TRUE(other.leave_cluster());
+    EXPECT_EQ(claim(t0 + 4).size(), 2u);
 }
 
 TEST_P(StoreContractTest, PingAndPurge) {

@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 7> migrations{{
+constexpr std::array<migration, 8> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -281,6 +281,18 @@ CREATE TABLE replay_job_items (
     outcome          TEXT NOT NULL DEFAULT 'selected',
     PRIMARY KEY (job_id, position)
 );
+)sql"},
+    // 8: nodes say they are alive (by the database's clock), and a claim names the node that took
+    // it: the deliveries a silent node (killed, cut off) had claimed become claimable long before
+    // their leases run out.
+    {8, R"sql(
+CREATE TABLE nodes (
+    id         TEXT PRIMARY KEY,
+    started_at BIGINT NOT NULL,
+    last_seen  BIGINT NOT NULL
+);
+ALTER TABLE deliveries ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
+CREATE INDEX deliveries_by_claimer ON deliveries (claimed_by) WHERE status = 'in_flight';
 )sql"},
 }};
 

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <iterator>
 #include <limits>
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <mutex>
 #include <numeric>
+#include <random>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -281,6 +283,13 @@ result<void> apply_state_change(connection& c, const state_change& change,
     return {};
 }
 
+std::string make_node_id() {
+    std::random_device rd;
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "node_%08x%08x", rd(), rd());
+    return buf;
+}
+
 class postgres_store final : public store {
   public:
     postgres_store(std::unique_ptr<connection> writer,
@@ -524,7 +533,7 @@ class postgres_store final : public store {
             probe_due = false;
             auto r =
                 c.exec("WITH c AS (UPDATE deliveries d SET status = 'in_flight', lease_until = $2, "
-                       "updated_at = $1, lease_token = nextval('lease_tokens') "
+                       "updated_at = $1, lease_token = nextval('lease_tokens'), claimed_by = $4 "
                        // Per active subscription, its first $3 due rows in index order (a
                        // seek, not a pass over the backlog), plus expired leases (few), taken
                        // in turns: every subscription's oldest due row, then every one's
@@ -557,7 +566,7 @@ class postgres_store final : public store {
                        "SELECT c.*, f.probe FROM (SELECT EXISTS (SELECT 1 FROM subscriptions "
                        "WHERE state = 'failed' AND next_probe_at <= $1) AS probe) f "
                        "LEFT JOIN c ON true",
-                       {p(now), p(now + lease_ms), p(limit)});
+                       {p(now), p(now + lease_ms), p(limit), p(node_id_)});
             if (!r) {
                 return r.error();
             }
@@ -572,7 +581,8 @@ class postgres_store final : public store {
             std::vector<claimed> probes;
             auto second = transaction([&](connection& c) -> result<void> {
                 probes.clear();
-                return claim_probes(c, now, limit - static_cast<int>(got.size()), lease_ms, probes);
+                return claim_probes(c, now, limit - static_cast<int>(got.size()), lease_ms,
+                                    node_id_, probes);
             });
             // The first claims are committed and ours whatever happens to the probes.
             if (second) {
@@ -1191,6 +1201,45 @@ class postgres_store final : public store {
         });
     }
 
+    // Times by the database's clock, so nodes whose clocks disagree agree on who is silent.
+#define WB_DB_NOW_MS "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+    result<int> keep_node_alive(millis silent_ms) override {
+        return write([&](connection& c) -> result<int> {
+            // One statement: this node's beat, the nodes silent past `silent_ms` removed, and
+            // what they had claimed made claimable now (its lease token changes at the next
+            // claim, so a silent node that comes back cannot settle it).
+            auto r = c.exec("WITH beat AS (INSERT INTO nodes (id, started_at, last_seen) "
+                            "VALUES ($1, " WB_DB_NOW_MS ", " WB_DB_NOW_MS ") "
+                            "ON CONFLICT (id) DO UPDATE SET last_seen = EXCLUDED.last_seen "
+                            "RETURNING 1), "
+                            "dead AS (DELETE FROM nodes WHERE id <> $1 AND last_seen < "
+                            WB_DB_NOW_MS " - $2 RETURNING id), "
+                            "freed AS (UPDATE deliveries d SET lease_until = 0 FROM dead "
+                            "WHERE d.claimed_by = dead.id AND d.status = 'in_flight' RETURNING 1) "
+                            "SELECT (SELECT COUNT(*) FROM freed), (SELECT COUNT(*) FROM beat)",
+                            {p(node_id_), p(silent_ms)});
+            if (!r) {
+                return r.error();
+            }
+            return static_cast<int>(r->int64(0, 0));
+        });
+    }
+
+    result<void> leave_cluster() override {
+        return write([&](connection& c) -> result<void> {
+            auto r = c.exec("WITH gone AS (DELETE FROM nodes WHERE id = $1 RETURNING 1) "
+                            "UPDATE deliveries SET lease_until = 0 WHERE claimed_by = $1 "
+                            "AND status = 'in_flight'",
+                            {p(node_id_)});
+            if (!r) {
+                return r.error();
+            }
+            return {};
+        });
+    }
+#undef WB_DB_NOW_MS
+
     result<void> probe_write() override {
         return write([&](connection& c) -> result<void> {
             auto r = c.exec("INSERT INTO store_meta (name, value) VALUES ('write_probe', $1) "
@@ -1501,7 +1550,7 @@ class postgres_store final : public store {
     // "no probe in flight" a question only one node asks at a time per subscription; the next
     // statement (a fresh snapshot) then sees any probe the previous lock holder committed.
     static result<void> claim_probes(connection& c, millis now, int limit, millis lease_ms,
-                                     std::vector<claimed>& out) {
+                                     const std::string& node, std::vector<claimed>& out) {
         auto failed = c.exec("SELECT id FROM subscriptions WHERE state = 'failed' "
                              "AND next_probe_at <= $1 ORDER BY id "
                              "FOR NO KEY UPDATE SKIP LOCKED",
@@ -1530,10 +1579,10 @@ class postgres_store final : public store {
             "AND x.status = 'in_flight' AND x.lease_until > $1)), "
             "top AS (SELECT seq FROM pick ORDER BY due_at, seq LIMIT $4) "
             "UPDATE deliveries d SET status = 'in_flight', lease_until = $3, updated_at = $1, "
-            "lease_token = nextval('lease_tokens') FROM top WHERE d.seq = top.seq "
-            "AND d.status IN ('pending', 'in_flight') "
+            "lease_token = nextval('lease_tokens'), claimed_by = $5 FROM top "
+            "WHERE d.seq = top.seq AND d.status IN ('pending', 'in_flight') "
             "RETURNING " WB_DLV_COLS ", d.lease_token",
-            {p(now), postgres::text_array(subs), p(now + lease_ms), p(limit)});
+            {p(now), postgres::text_array(subs), p(now + lease_ms), p(limit), p(node)});
         if (!r) {
             return r.error();
         }
@@ -1906,6 +1955,9 @@ class postgres_store final : public store {
     std::atomic<std::uint64_t> reset_epoch_{0};
 
     // Lease tokens of this node's committed claims, by delivery id.
+    // This node, as its claims and its beats name it: fresh per open, so a restarted process is
+    // a new node and the old one's claims are freed once it is seen silent.
+    const std::string node_id_ = make_node_id();
     std::mutex lease_mu_;
     struct lease {
         std::int64_t token;

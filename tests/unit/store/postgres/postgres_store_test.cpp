@@ -415,6 +415,8 @@ TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
     ASSERT_TRUE(server_->sql(db_, "DROP INDEX deliveries_by_subscription_status_due"));
     ASSERT_TRUE(server_->sql(db_, "DROP TABLE store_meta"));
     ASSERT_TRUE(server_->sql(db_, "DROP TABLE replay_job_items, replay_jobs"));
+    ASSERT_TRUE(server_->sql(db_, "DROP TABLE nodes"));
+    ASSERT_TRUE(server_->sql(db_, "ALTER TABLE deliveries DROP COLUMN claimed_by"));
     ASSERT_TRUE(server_->sql(db_, "DELETE FROM schema_migrations WHERE version >= 2"));
 
     a_ = open_node();
