@@ -6,15 +6,19 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev libboost-url1.81-dev
-  libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev
+  libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev libnats-dev
   libgtest-dev libgmock-dev json-schema-test-suite
   python3 curl openssl sqlite3 procps
 )
-# Extra groups, requested by name: postgres, redis, browser, fuzz, bench.
+# libnats-dev (nats.c 3.4.1) builds the nats connector; the broker is the `nats` group.
+# Extra groups, requested by name: postgres, redis, nats, browser, fuzz, bench.
 for group in "$@"; do
   case "$group" in
     postgres) packages+=(libpq-dev postgresql) ;;
     redis) packages+=(redis-server redis-tools) ;;
+    # The nats connector's tests start their own `nats-server -js` (2.9.10); the package also
+    # installs a systemd unit, which the tests never use.
+    nats) packages+=(nats-server) ;;
     browser)
       packages+=(chromium)
       # Node.js may come from elsewhere (its npm is then bundled and Debian's npm conflicts with it).
@@ -24,8 +28,9 @@ for group in "$@"; do
     fuzz) packages+=(clang libclang-rt-14-dev) ;;
     bench)
       # bench/run: gnuplot for the chart, Redis for the BullMQ peer, Node.js for the peer itself,
-      # wrk and nginx-light for the generator check (wrk also measures peak ingest).
-      packages+=(gnuplot-nox redis-server redis-tools wrk nginx-light)
+      # wrk and nginx-light for the generator check (wrk also measures peak ingest), nats-server
+      # for the JetStream scenario.
+      packages+=(gnuplot-nox redis-server redis-tools wrk nginx-light nats-server)
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm)
       ;;

@@ -1,0 +1,416 @@
+#include "nats/consumer_worker.hpp"
+
+#include "nats/message_event.hpp"
+#include "nats/nats_link.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace wopbridge::nats {
+
+namespace {
+
+constexpr auto min_backoff = std::chrono::milliseconds(100);
+constexpr auto max_backoff = std::chrono::milliseconds(2000);
+constexpr auto capacity_poll = std::chrono::milliseconds(50);
+// Cap of the NAK delay / fetch pause after repeated refusals (or retryDelayMs, when larger).
+constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
+constexpr std::int64_t ns_per_ms = 1'000'000;
+
+// The connection is down or going: the link logs that once; fetches just wait for it.
+bool connection_trouble(natsStatus s) {
+    return s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED ||
+           s == NATS_NOT_YET_CONNECTED || s == NATS_NO_SERVER || s == NATS_IO_ERROR ||
+           s == NATS_STALE_CONNECTION || s == NATS_CONNECTION_AUTH_FAILED;
+}
+
+std::string js_error(natsStatus s, jsErrCode code) {
+    std::string out = status_text(s);
+    if (code != 0) {
+        out += " (JetStream error " + std::to_string(static_cast<int>(code)) + ")";
+    }
+    return out;
+}
+
+} // namespace
+
+consumer_worker::consumer_worker(const wopbridge::host& host, const connector_settings& settings,
+                                 natsConnection* nc, std::string sub_id, subscription_settings sub)
+    : host_(host), settings_(settings), nc_(nc), sub_id_(std::move(sub_id)), sub_(std::move(sub)),
+      refusal_delay_(settings_.retry_delay_ms) {}
+
+consumer_worker::~consumer_worker() {
+    stop(clock::now());
+}
+
+void consumer_worker::log(wopbridge::log_level level, const std::string& message) const {
+    // Names only (subscription, stream, durable): never message content or credentials.
+    host_.log(level, "nats[" + sub_id_ + " " + sub_.stream + "/" + sub_.durable + "]: " + message);
+}
+
+void consumer_worker::start() {
+    std::lock_guard lock(mu_);
+    if (started_ || stopped_) {
+        return;
+    }
+    started_ = true;
+    thread_ = std::thread([this] { run(); });
+}
+
+void consumer_worker::stop(clock::time_point deadline) {
+    {
+        std::lock_guard lock(mu_);
+        if (stopped_) {
+            return;
+        }
+        stopped_ = true;
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) {
+        thread_.join(); // a fetch in progress ends within fetchWaitMs
+    }
+    std::unique_lock lock(mu_);
+    // Let the host finish the outcomes it owes us (each acks as it comes), until the deadline.
+    const bool done = cv_.wait_until(lock, deadline, [&] { return in_flight_.empty(); });
+    if (!done) {
+        log(wopbridge::log_level::warn,
+            "stopped with " + std::to_string(in_flight_.size()) +
+                " message(s) unacknowledged; JetStream delivers them again after ackWait");
+    }
+    for (auto& [seq, h] : in_flight_) {
+        natsMsg_Destroy(h.msg);
+    }
+    in_flight_.clear();
+    resubmit_.clear();
+    released_ = true;
+    // The acks are buffered in the client: push them out before the connection may close.
+    if (nc_ != nullptr && natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED) {
+        natsConnection_FlushTimeout(nc_, 2000);
+    }
+    lock.unlock();
+    unbind();
+    if (js_ != nullptr) {
+        jsCtx_Destroy(js_);
+        js_ = nullptr;
+    }
+}
+
+void consumer_worker::unbind() {
+    if (pull_ != nullptr) {
+        // Destroy, not Unsubscribe: the durable consumer must outlive this process.
+        natsSubscription_Destroy(pull_);
+        pull_ = nullptr;
+    }
+}
+
+bool consumer_worker::bind(std::chrono::milliseconds retry_in) {
+    jsErrCode code = static_cast<jsErrCode>(0);
+    if (js_ == nullptr) {
+        const auto s = natsConnection_JetStream(&js_, nc_, nullptr);
+        if (s != NATS_OK) {
+            log(wopbridge::log_level::error, "JetStream context: " + status_text(s));
+            return false;
+        }
+    }
+    const auto retrying = "; retrying in " + std::to_string(retry_in.count()) + " ms";
+    if (sub_.create_consumer) {
+        jsConsumerConfig cc;
+        jsConsumerConfig_Init(&cc);
+        cc.Durable = sub_.durable.c_str();
+        cc.AckPolicy = js_AckExplicit;
+        cc.AckWait = sub_.ack_wait_ms * ns_per_ms;
+        cc.MaxDeliver = sub_.max_deliver;
+        cc.MaxAckPending = sub_.max_ack_pending;
+        cc.DeliverPolicy = sub_.from_beginning ? js_DeliverAll : js_DeliverNew;
+        if (!sub_.filter_subject.empty()) {
+            cc.FilterSubject = sub_.filter_subject.c_str();
+        }
+        // Creating an existing durable with the same settings is a no-op; changed settings that
+        // JetStream can update (ackWait, maxDeliver, maxAckPending) are updated.
+        const auto s = js_AddConsumer(nullptr, js_, sub_.stream.c_str(), &cc, nullptr, &code);
+        if (s != NATS_OK && connection_trouble(s)) {
+            ++failed_binds_;
+            return false; // the link logs the outage
+        }
+        if (s != NATS_OK && code == JSStreamNotFoundErr) {
+            ++failed_binds_;
+            log(wopbridge::log_level::warn, "stream not found" + retrying);
+            return false;
+        }
+        if (s != NATS_OK) {
+            // E.g. a durable created with another deliver policy or filter: use it as it is.
+            log(wopbridge::log_level::warn,
+                "could not create or update the consumer (" + js_error(s, code) +
+                    "); binding to the existing one with its own settings");
+        }
+    }
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = sub_.stream.c_str();
+    so.Consumer = sub_.durable.c_str();
+    so.ManualAck = true;
+    code = static_cast<jsErrCode>(0);
+    const auto s =
+        js_PullSubscribe(&pull_, js_, nullptr, sub_.durable.c_str(), nullptr, &so, &code);
+    if (s != NATS_OK) {
+        pull_ = nullptr;
+        ++failed_binds_;
+        if (!connection_trouble(s)) {
+            log(wopbridge::log_level::warn,
+                "cannot bind to the consumer: " + js_error(s, code) + retrying);
+        }
+        return false;
+    }
+    log(wopbridge::log_level::info,
+        "consuming" + (failed_binds_ > 0 ? " (bound after " + std::to_string(failed_binds_) +
+                                               " failed attempt(s))"
+                                         : std::string()));
+    failed_binds_ = 0;
+    last_fetch_error_.clear();
+    return true;
+}
+
+void consumer_worker::run() {
+    auto backoff = min_backoff;
+    const auto pause = [&](std::chrono::milliseconds d) {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, d, [&] { return stopping_.load(); });
+    };
+    while (!stopping_) {
+        if (pull_ == nullptr && !bind(backoff)) {
+            pause(backoff);
+            backoff = std::min(backoff * 2, max_backoff);
+            continue;
+        }
+        std::deque<std::uint64_t> again;
+        std::size_t room = 0;
+        bool wait = false;
+        {
+            std::lock_guard lock(mu_);
+            again.swap(resubmit_);
+            const auto now = clock::now();
+            // Backpressure: never hold more than maxInFlight messages, never fetch while the
+            // host is saturated or asked us to wait.
+            const bool full = in_flight_.size() >= settings_.max_in_flight;
+            wait = full || now < paused_until_ || !host_.has_capacity();
+            room =
+                wait ? 0
+                     : std::min(settings_.batch_size, settings_.max_in_flight - in_flight_.size());
+        }
+        for (const auto seq : again) {
+            submit(seq);
+        }
+        keep_in_progress();
+        if (wait) {
+            pause(capacity_poll);
+            continue;
+        }
+        if (!fetch_round(room)) {
+            unbind();
+            pause(backoff);
+            backoff = std::min(backoff * 2, max_backoff);
+            continue;
+        }
+        backoff = min_backoff;
+    }
+}
+
+bool consumer_worker::fetch_round(std::size_t room) {
+    natsMsgList list{nullptr, 0};
+    jsErrCode code = static_cast<jsErrCode>(0);
+    // Short enough that the loop sends +WPI for held messages in time (every ackWait / 2).
+    const auto wait = std::min(settings_.fetch_wait_ms, sub_.ack_wait_ms / 4);
+    const auto s = natsSubscription_Fetch(&list, pull_, static_cast<int>(room), wait, &code);
+    if (s == NATS_OK || (s == NATS_TIMEOUT && list.Count > 0)) {
+        for (int i = 0; i < list.Count; ++i) {
+            take(list.Msgs[i]);
+            list.Msgs[i] = nullptr; // ours now
+        }
+        natsMsgList_Destroy(&list);
+        last_fetch_error_.clear();
+        return true;
+    }
+    natsMsgList_Destroy(&list);
+    if (s == NATS_TIMEOUT) {
+        return true; // nothing new within fetchWaitMs
+    }
+    if (connection_trouble(s)) {
+        // The link logged "connection lost"; the pull subscription survives a reconnect.
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, capacity_poll * 4, [&] { return stopping_.load(); });
+        return true;
+    }
+    const auto what = js_error(s, code);
+    if (what != last_fetch_error_) {
+        // Once per distinct error, not per fetch (the consumer may be gone for a while).
+        log(wopbridge::log_level::warn, "fetch failed: " + what + "; binding again");
+        last_fetch_error_ = what;
+    }
+    return false;
+}
+
+void consumer_worker::take(natsMsg* msg) {
+    jsMsgMetaData* meta = nullptr;
+    if (natsMsg_GetMetaData(&meta, msg) != NATS_OK || meta == nullptr) {
+        // Not a JetStream message (no ack subject): nothing to ack, nothing to deliver.
+        natsMsg_Destroy(msg);
+        return;
+    }
+    const std::uint64_t seq = meta->Sequence.Stream;
+    jsMsgMetaData_Destroy(meta);
+    bool fresh = false;
+    {
+        std::lock_guard lock(mu_);
+        auto it = in_flight_.find(seq);
+        if (it != in_flight_.end()) {
+            // Redelivered while its outcome is outstanding: ack the newest delivery instead.
+            natsMsg_Destroy(it->second.msg);
+            it->second.msg = msg;
+            return;
+        }
+        held h;
+        h.msg = msg;
+        h.subject = natsMsg_GetSubject(msg);
+        h.progress_at = clock::now() + std::chrono::milliseconds(sub_.ack_wait_ms / 2);
+        in_flight_.emplace(seq, std::move(h));
+        fresh = true;
+    }
+    if (fresh) {
+        submit(seq);
+    }
+}
+
+void consumer_worker::submit(std::uint64_t seq) {
+    wopbridge::inbound_event ev;
+    {
+        std::lock_guard lock(mu_);
+        auto it = in_flight_.find(seq);
+        if (it == in_flight_.end() || released_) {
+            return;
+        }
+        const held& h = it->second;
+        message_view view;
+        view.stream = sub_.stream;
+        view.stream_sequence = seq;
+        view.subject = h.subject;
+        if (!sub_.key_header.empty()) {
+            const char* value = nullptr;
+            if (natsMsgHeader_Get(h.msg, sub_.key_header.c_str(), &value) == NATS_OK &&
+                value != nullptr) {
+                view.key = std::string_view(value);
+            }
+        }
+        const char* data = natsMsg_GetData(h.msg);
+        view.data = std::string_view(
+            data ? data : "", static_cast<std::size_t>(std::max(0, natsMsg_GetDataLength(h.msg))));
+        ev.content_json = event_content(view, settings_.max_message_bytes, h.without_payload);
+    }
+    ev.subscription_id = sub_id_;
+    ev.provider_event_id = provider_event_id(sub_.stream, seq);
+    ev.received_at_ms = host_.now_ms();
+    ev.verified = false; // NATS authenticates the connection, not the publisher
+    auto self = shared_from_this();
+    const auto st = host_.submit(
+        ev, [self, seq](const wopbridge::submit_outcome& o) { self->on_outcome(seq, o); });
+    if (st != wopbridge::status::ok) {
+        on_refused(seq, "not taken, status " + std::to_string(static_cast<int>(st)), 0);
+    }
+}
+
+void consumer_worker::on_outcome(std::uint64_t seq, const wopbridge::submit_outcome& o) {
+    if (o.kind == wopbridge::outcome_kind::refused) {
+        on_refused(seq, o.reason, o.retry_after_seconds);
+        return;
+    }
+    natsStatus st = NATS_OK;
+    {
+        std::lock_guard lock(mu_);
+        auto it = in_flight_.find(seq);
+        if (it == in_flight_.end() || released_) {
+            return;
+        }
+        // Committed or recognised: only now may JetStream forget the message.
+        st = natsMsg_Ack(it->second.msg, nullptr);
+        natsMsg_Destroy(it->second.msg);
+        in_flight_.erase(it);
+        refusal_delay_ = std::chrono::milliseconds(settings_.retry_delay_ms);
+    }
+    if (st != NATS_OK) {
+        // Redelivered after ackWait; the host's dedup answers duplicate and that one is acked.
+        log(wopbridge::log_level::warn,
+            "ack failed (" + status_text(st) + "); the message is redelivered and deduplicated");
+    }
+    cv_.notify_all();
+}
+
+void consumer_worker::on_refused(std::uint64_t seq, const std::string& reason,
+                                 int retry_after_seconds) {
+    std::string line;
+    auto level = wopbridge::log_level::info;
+    {
+        std::lock_guard lock(mu_);
+        auto it = in_flight_.find(seq);
+        if (it == in_flight_.end() || released_) {
+            return;
+        }
+        if (reason == "invalid") {
+            if (!it->second.without_payload) {
+                // About this message: submit it again without the payload the host refused.
+                it->second.without_payload = true;
+                resubmit_.push_back(seq);
+                cv_.notify_all();
+                return;
+            }
+            // Even without its payload: the host can never take it. Terminate it, so JetStream
+            // stops redelivering it (and its MSG_TERMINATED advisory can feed a dead-letter
+            // stream).
+            natsMsg_Term(it->second.msg, nullptr);
+            natsMsg_Destroy(it->second.msg);
+            in_flight_.erase(it);
+            level = wopbridge::log_level::warn;
+            line = "message refused as invalid even without its payload; terminated";
+        } else {
+            // A state of the host or the subscription every message would meet: hand the message
+            // back to JetStream with a delay and stop fetching for as long, doubling per refused
+            // round so a dead-lettered subscription is not polled every retryDelayMs.
+            const auto now = clock::now();
+            const auto base = std::chrono::milliseconds(settings_.retry_delay_ms);
+            const bool new_round = now >= paused_until_;
+            // Later refusals of the same round come back when fetching resumes.
+            const auto delay =
+                new_round
+                    ? std::max(refusal_delay_,
+                               std::chrono::milliseconds(retry_after_seconds * 1000LL))
+                    : std::chrono::duration_cast<std::chrono::milliseconds>(paused_until_ - now);
+            natsMsg_NakWithDelay(it->second.msg, std::max<std::int64_t>(1, delay.count()), nullptr);
+            natsMsg_Destroy(it->second.msg);
+            in_flight_.erase(it);
+            if (new_round) {
+                // A new refused round: one line, not one per message.
+                paused_until_ = now + delay;
+                refusal_delay_ = std::min(refusal_delay_ * 2, std::max(base, max_refusal_delay));
+                line = "submit refused (" + reason +
+                       "); the message(s) go back to JetStream, fetching again in " +
+                       std::to_string(delay.count()) + " ms";
+            }
+        }
+    }
+    if (!line.empty()) {
+        log(level, line);
+    }
+    cv_.notify_all();
+}
+
+void consumer_worker::keep_in_progress() {
+    std::lock_guard lock(mu_);
+    const auto now = clock::now();
+    for (auto& [seq, h] : in_flight_) {
+        if (now >= h.progress_at) {
+            natsMsg_InProgress(h.msg, nullptr);
+            h.progress_at = now + std::chrono::milliseconds(sub_.ack_wait_ms / 2);
+        }
+    }
+}
+
+} // namespace wopbridge::nats
