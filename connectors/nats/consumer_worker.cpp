@@ -16,6 +16,7 @@ constexpr auto capacity_poll = std::chrono::milliseconds(50);
 // Cap of the NAK delay / fetch pause after repeated refusals (or retryDelayMs, when larger).
 constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
 constexpr std::int64_t ns_per_ms = 1'000'000;
+constexpr std::int64_t api_wait_ms = 2000;
 
 // The connection is down or going: the link logs that once; fetches just wait for it.
 bool connection_trouble(natsStatus s) {
@@ -106,8 +107,17 @@ void consumer_worker::unbind() {
 
 bool consumer_worker::bind(std::chrono::milliseconds retry_in) {
     jsErrCode code = static_cast<jsErrCode>(0);
+    if (natsConnection_Status(nc_) != NATS_CONN_STATUS_CONNECTED) {
+        // A JetStream API request would wait for the connection (up to its timeout) and hold
+        // stop() that long; the link logs the outage, we try again after the backoff.
+        ++failed_binds_;
+        return false;
+    }
     if (js_ == nullptr) {
-        const auto s = natsConnection_JetStream(&js_, nc_, nullptr);
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        jo.Wait = api_wait_ms; // bounds a JetStream API call (consumer create, bind)
+        const auto s = natsConnection_JetStream(&js_, nc_, &jo);
         if (s != NATS_OK) {
             log(wopbridge::log_level::error, "JetStream context: " + status_text(s));
             return false;

@@ -7,8 +7,7 @@ namespace wopbridge::nats {
 
 // The client calls connection handlers on its own threads, and may still call one (closed,
 // disconnected) after natsConnection_Destroy returned. So the closure is not the link: it is a
-// small object that is switched off when the link goes, and freed only once the library is
-// closed and its threads are gone.
+// small object that is switched off when the link goes and never freed (retired_events).
 struct nats_link::events {
     std::mutex mu;
     const wopbridge::host* host = nullptr; // nullptr once the link is gone
@@ -25,35 +24,34 @@ struct nats_link::events {
 
 namespace {
 
+// nats.c is one library per process, shared with anything else in it that uses NATS (the tests'
+// own client does), so the module opens it once and never closes it: nats_Close from here could
+// tear it down under another user (nats_CloseAndWait blocks until every user's objects are gone).
+// The module is linked -z nodelete, so the client's threads never outlive its code.
 std::mutex library_mu;
-int library_users = 0;
-// Closures of links that are gone, freed after the library closed (see nats_link::events).
+// Closures of links that are gone: kept, because the client may still call a handler late (see
+// nats_link::events); one small object per connector instance ever created.
 std::vector<std::unique_ptr<nats_link::events>>& retired_events() {
     static std::vector<std::unique_ptr<nats_link::events>> v;
     return v;
 }
 
-bool acquire_library(std::string& error) {
-    std::lock_guard lock(library_mu);
-    if (library_users == 0) {
-        const auto s = nats_Open(-1);
-        if (s != NATS_OK) {
-            error = "nats client library: " + status_text(s);
-            return false;
-        }
+bool open_library(std::string& error) {
+    static const natsStatus opened = nats_Open(-1);
+    if (opened != NATS_OK) {
+        error = "nats client library: " + status_text(opened);
+        return false;
     }
-    ++library_users;
     return true;
 }
 
-void release_library() {
-    std::lock_guard lock(library_mu);
-    if (--library_users == 0) {
-        // Waits for the client's internal threads, so unloading the module is safe afterwards.
-        if (nats_CloseAndWait(5000) == NATS_OK) {
-            retired_events().clear();
-        }
+void retire(std::unique_ptr<nats_link::events> ev) {
+    {
+        std::lock_guard lock(ev->mu);
+        ev->host = nullptr;
     }
+    std::lock_guard lock(library_mu);
+    retired_events().push_back(std::move(ev));
 }
 
 std::string connected_url(natsConnection* nc) {
@@ -114,7 +112,7 @@ std::string redacted_url(std::string_view url) {
 
 std::unique_ptr<nats_link> nats_link::make(const wopbridge::host& host, const connector_settings& s,
                                            std::string& error) {
-    if (!acquire_library(error)) {
+    if (!open_library(error)) {
         return nullptr;
     }
     auto ev = std::make_unique<events>();
@@ -173,12 +171,7 @@ std::unique_ptr<nats_link> nats_link::make(const wopbridge::host& host, const co
         if (opts != nullptr) {
             natsOptions_Destroy(opts);
         }
-        ev->host = nullptr;
-        {
-            std::lock_guard lock(library_mu);
-            retired_events().push_back(std::move(ev));
-        }
-        release_library();
+        retire(std::move(ev));
         return nullptr;
     }
     return std::unique_ptr<nats_link>(new nats_link(host, opts, ev.release()));
@@ -187,15 +180,7 @@ std::unique_ptr<nats_link> nats_link::make(const wopbridge::host& host, const co
 nats_link::~nats_link() {
     close(0);
     natsOptions_Destroy(opts_);
-    {
-        std::lock_guard lock(events_->mu);
-        events_->host = nullptr;
-    }
-    {
-        std::lock_guard lock(library_mu);
-        retired_events().emplace_back(events_);
-    }
-    release_library();
+    retire(std::unique_ptr<events>(events_));
 }
 
 bool nats_link::connect(std::string& error) {

@@ -1,9 +1,8 @@
 #pragma once
 // One NATS connection per connector instance, through the official C client (nats.c). The client
 // reconnects by itself (forever, every reconnectWaitMs); this class turns its connection events
-// into log lines ("connection lost", "connection regained") and owns the library's lifetime: the
-// first link opens nats.c, the last one closes it and waits for its threads, so a module that is
-// unloaded leaves no client thread behind.
+// into log lines ("connection lost", "connection regained"). nats.c itself is opened once per
+// process and never closed by the module (nats_link.cpp says why).
 
 #include "nats/settings.hpp"
 

@@ -34,20 +34,21 @@ struct connector_settings {
     std::size_t max_message_bytes = 1024 * 1024;
 
     bool wants_tls() const noexcept {
-        return tls || !tls_ca.empty() || !tls_cert.empty() || url.find("tls://") != std::string::npos;
+        return tls || !tls_ca.empty() || !tls_cert.empty() ||
+               url.find("tls://") != std::string::npos;
     }
 };
 
 struct subscription_settings {
     std::string stream;
     std::string durable = "wopbridge";
-    std::string filter_subject;      // consumer filter, when creating it
-    bool from_beginning = false;     // startFrom: "beginning" (DeliverAll) or "new" (DeliverNew)
+    std::string filter_subject;  // consumer filter, when creating it
+    bool from_beginning = false; // startFrom: "beginning" (DeliverAll) or "new" (DeliverNew)
     std::int64_t ack_wait_ms = 30000;
     std::int64_t max_ack_pending = 1000;
-    std::int64_t max_deliver = -1;   // -1: unlimited (the bridge retries deliveries itself)
-    bool create_consumer = true;     // false: bind to an existing consumer, never create/update it
-    std::string key_header;          // message header copied into stream.key
+    std::int64_t max_deliver = -1; // -1: unlimited (the bridge retries deliveries itself)
+    bool create_consumer = true;   // false: bind to an existing consumer, never create/update it
+    std::string key_header;        // message header copied into stream.key
 
     bool operator==(const subscription_settings&) const = default;
 };

@@ -41,8 +41,8 @@ TEST_F(ExamplesTest, EveryExampleConfigPassesCheckConfig) {
         checked.insert(dir.path().filename().string());
     }
     // One config per connector (and the quickstart).
-    for (const char* name : {"email", "forms", "hello-connector", "queue", "quickstart", "slack",
-                             "sms"}) {
+    for (const char* name :
+         {"email", "forms", "hello-connector", "nats", "queue", "quickstart", "slack", "sms"}) {
         EXPECT_TRUE(checked.count(name)) << "examples/" << name << "/wopbridge.yaml is missing";
     }
 }

@@ -166,6 +166,13 @@ TEST_F(ConnectorCheckTest, QueueStopsCleanlyWithoutReachableRedis) {
     expect(r, "http.refuses-unsigned", check_result::skip, "WB_CAP_HTTP_INGEST");
 }
 
+TEST_F(ConnectorCheckTest, NatsStopsCleanlyWithoutReachableBroker) {
+    const auto r = check(module("nats"), R"({"url":"nats://127.0.0.1:1","fetchWaitMs":100})",
+                         R"({"stream":"KIT"})");
+    expect_clean(r);
+    expect(r, "http.refuses-unsigned", check_result::skip, "WB_CAP_HTTP_INGEST");
+}
+
 TEST_F(ConnectorCheckTest, BadAbiMajorFailsVersionGate) {
     const auto r = check(test_module("bad_abi_major"));
     expect(r, "abi.version", check_result::fail, "ABI major 2, host supports 1");

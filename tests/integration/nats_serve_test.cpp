@@ -1,0 +1,469 @@
+// The nats connector through the real `wopbridge serve` and a real `nats-server -js` on loopback,
+// with messages published by the real C client (nats.c): one run per message caused by its
+// delivered attempt, a SIGKILLed bridge that loses and duplicates nothing, a broker killed and
+// restarted under a running bridge (and a broker that comes up after the bridge), a message whose
+// run never starts dead-lettered and acked, and two nodes on PostgreSQL sharing one durable
+// consumer. Every check goes through the REST API (deliveries, runs, poll, dead letters), the
+// PostgreSQL tables, or the consumer's state in JetStream.
+#include "support/eventually.hpp"
+#include "support/http_client.hpp"
+#include "support/http_test_server.hpp"
+#include "support/nats_server.hpp"
+#include "support/postgres_server.hpp"
+#include "support/serve_process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace wopbridge::testing {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+constexpr const char* api_key = "hk_nats";
+constexpr const char* sub_id = "orders";
+constexpr const char* stream = "ORDERS";
+constexpr const char* durable = "wopbridge";
+const std::string host_key(32, 'n');
+
+struct config_options {
+    std::string runs = "runs: {local: {workflows: [{id: order-intake}]}}\n";
+    std::string start_from = "new";
+    int max_in_flight = 64;
+    int batch_size = 16;
+    int ack_wait_ms = 2000;
+    std::string store{}; // default: SQLite (sqlite_serve_prelude)
+};
+
+class NatsServeTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        WOPBRIDGE_REQUIRE_NATS();
+        const int fd = ::open(dir_.file("host.key").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(::write(fd, host_key.data(), host_key.size()),
+                  static_cast<ssize_t>(host_key.size()));
+        ::close(fd);
+    }
+
+    std::string write_config(const nats_server& broker, const config_options& o = {},
+                             const std::string& name = "wopbridge.yaml") {
+        const std::string path = dir_.file(name);
+        std::ofstream out(path);
+        if (o.store.empty()) {
+            out << sqlite_serve_prelude(api_key);
+        } else {
+            out << "server: {listen: \"127.0.0.1:0\"}\n"
+                   "auth:\n"
+                   "  apiKeys:\n"
+                   "    - {key: "
+                << api_key << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
+                << o.store << "hostKeyFile: host.key\n";
+        }
+        out << o.runs
+            << "delivery:\n"
+               "  retryPolicy: {maxAttempts: 3, backoff: none}\n"
+               // An attempt in flight when the bridge is SIGKILLed is retried after its lease.
+               "  lease: 2s\n"
+               "  breaker: {failureThreshold: 100}\n"
+               "deadLetter: {maxPageSize: 1000}\n"
+               "connectors:\n"
+               "  - name: nats-orders\n"
+               "    module: nats\n"
+               "    settings: {url: \""
+            << broker.url() << "\", batchSize: " << o.batch_size
+            << ", maxInFlight: " << o.max_in_flight
+            << ", fetchWaitMs: 200, reconnectWaitMs: 100, retryDelayMs: 100}\n"
+               "subscriptions:\n"
+               "  - id: "
+            << sub_id
+            << "\n"
+               "    source: queue\n"
+               "    connector: nats-orders\n"
+               "    workflowId: order-intake\n"
+               "    settings: {stream: "
+            << stream << ", durable: " << durable << ", startFrom: " << o.start_from
+            << ", ackWaitMs: " << o.ack_wait_ms << "}\n";
+        return path;
+    }
+
+    std::string config() const { return dir_.file("wopbridge.yaml"); }
+    std::string log_file() const { return dir_.file("serve.log"); }
+    std::string log_text() const { return read_text_file(log_file()); }
+
+    static json::value get_json(const serve_process& serve, const std::string& path) {
+        http_call c;
+        c.url = serve.url() + path;
+        c.headers = {{"authorization", std::string("Bearer ") + api_key}};
+        auto r = perform(c);
+        if (r.status != 200) {
+            ADD_FAILURE() << path << " answered " << r.status << " " << r.body << r.error;
+            return json::value{};
+        }
+        return json::parse(r.body);
+    }
+
+    static json::array deliveries(const serve_process& serve) {
+        auto v = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id +
+                                     "/deliveries?limit=1000");
+        if (!v.is_object()) {
+            return {};
+        }
+        EXPECT_FALSE(v.as_object().contains("nextCursor"));
+        return v.at("deliveries").as_array();
+    }
+
+    static std::size_t delivered_count(const serve_process& serve) {
+        std::size_t n = 0;
+        for (const auto& d : deliveries(serve)) {
+            n += d.at("status").as_string() == "delivered" ? 1 : 0;
+        }
+        return n;
+    }
+
+    static std::vector<std::uint64_t> produce(nats_client& client, int n, int first = 0) {
+        std::vector<std::uint64_t> seqs;
+        for (int i = 0; i < n; ++i) {
+            auto seq = client.publish(
+                "orders.created", R"({"n":)" + std::to_string(first + i) + R"(,"customer":"c-)" +
+                                      std::to_string((first + i) % 7) + "\"}");
+            EXPECT_TRUE(seq) << client.error;
+            if (seq) {
+                seqs.push_back(*seq);
+            }
+        }
+        return seqs;
+    }
+
+    static bool all_acked(nats_client& client) {
+        auto s = client.consumer(stream, durable);
+        return s && s->num_pending == 0 && s->num_ack_pending == 0;
+    }
+
+    // Every published message made exactly one delivery (one distinct dedup key each), delivered,
+    // with its own run; and each run's run.started is caused by the trigger.delivery.attempted
+    // that delivered it. (The dedup keys are HMACs under the store's data key, which the host key
+    // only wraps, so the test counts them rather than recomputing them.)
+    void expect_one_run_per_message(const serve_process& serve,
+                                    const std::vector<std::uint64_t>& seqs, bool check_causation) {
+        ASSERT_EQ(std::set<std::uint64_t>(seqs.begin(), seqs.end()).size(), seqs.size())
+            << "sequences must be distinct";
+        const auto all = deliveries(serve);
+        EXPECT_EQ(all.size(), seqs.size());
+        std::set<std::string> seen_keys;
+        std::set<std::string> runs;
+        for (const auto& dv : all) {
+            const auto& d = dv.as_object();
+            const std::string key(d.at("dedupKey").as_string());
+            EXPECT_TRUE(seen_keys.insert(key).second) << "two deliveries of one message: " << key;
+            EXPECT_EQ(d.at("status").as_string(), "delivered") << json::serialize(d);
+            ASSERT_TRUE(d.contains("runId")) << json::serialize(d);
+            EXPECT_TRUE(runs.insert(std::string(d.at("runId").as_string())).second);
+        }
+        EXPECT_EQ(runs.size(), seqs.size());
+        EXPECT_EQ(seen_keys.size(), seqs.size());
+        std::map<std::string, std::string> key_of_run;
+        for (const auto& dv : all) {
+            key_of_run[std::string(dv.at("runId").as_string())] =
+                std::string(dv.at("dedupKey").as_string());
+        }
+        if (!check_causation) {
+            return;
+        }
+        for (const auto& run_id : runs) {
+            const auto poll = get_json(serve, "/v1/runs/" + run_id + "/events/poll?timeout=1");
+            ASSERT_TRUE(poll.is_object());
+            std::string attempt_event_id;
+            std::string causation;
+            int started = 0;
+            for (const auto& ev : poll.at("events").as_array()) {
+                const auto& e = ev.as_object();
+                if (e.at("type").as_string() == "trigger.delivery.attempted") {
+                    const auto& p = e.at("payload").as_object();
+                    if (p.at("outcome").as_string() == "delivered") {
+                        EXPECT_EQ(p.at("runId").as_string(), run_id);
+                        EXPECT_EQ(p.at("dedupKey").as_string(), key_of_run[run_id]);
+                        attempt_event_id = e.at("eventId").as_string();
+                    }
+                } else if (e.at("type").as_string() == "run.started") {
+                    ++started;
+                    if (e.contains("causationId")) {
+                        causation = e.at("causationId").as_string();
+                    }
+                }
+            }
+            EXPECT_EQ(started, 1) << run_id;
+            EXPECT_FALSE(attempt_event_id.empty()) << run_id;
+            EXPECT_EQ(causation, attempt_event_id) << run_id;
+        }
+    }
+
+    // The bridge created the durable consumer (startFrom: new: publish only after that).
+    static bool consumer_exists(nats_client& client) {
+        return client.consumer(stream, durable).has_value();
+    }
+
+    temp_dir dir_;
+};
+
+TEST_F(NatsServeTest, EachPublishedMessageStartsOneRunCausedByItsDeliveredAttempt) {
+    nats_server broker;
+    nats_client client(broker.url());
+    ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
+    write_config(broker);
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    ASSERT_TRUE(eventually([&] { return consumer_exists(client); })) << log_text();
+
+    auto seqs = produce(client, 5);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); })) << log_text();
+    expect_one_run_per_message(serve, seqs, true);
+    EXPECT_TRUE(eventually([&] { return all_acked(client); }));
+
+    // The same content again is a new message (new sequence), so a new run.
+    auto more = produce(client, 1);
+    seqs.insert(seqs.end(), more.begin(), more.end());
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); })) << log_text();
+    expect_one_run_per_message(serve, seqs, false);
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    EXPECT_TRUE(all_acked(client));
+}
+
+TEST_F(NatsServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
+    nats_server broker;
+    nats_client client(broker.url());
+    ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
+    // Small fetches and a small in-flight window keep the bridge mid-stream for a while.
+    write_config(broker, {.start_from = "beginning", .max_in_flight = 8, .batch_size = 4});
+    constexpr int total = 300;
+    constexpr int backlog = 200; // published before the bridge starts: busy from the start
+    std::vector<std::uint64_t> seqs = produce(client, backlog);
+
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    std::mutex mu;
+    std::thread producer([&] {
+        nats_client own(broker.url());
+        for (int first = backlog; first < total; first += 20) {
+            auto got = produce(own, 20, first);
+            std::lock_guard lock(mu);
+            seqs.insert(seqs.end(), got.begin(), got.end());
+        }
+    });
+    // Kill while messages are delivered but unacked, after a good part was consumed.
+    consumer_state at_kill;
+    const bool consumed_some = eventually([&] {
+        auto s = client.consumer(stream, durable);
+        if (!s) {
+            return false;
+        }
+        at_kill = *s;
+        return s->ack_floor_stream_seq >= 40 && s->num_ack_pending > 0;
+    });
+    serve.signal(SIGKILL);
+    const int killed = serve.wait_exit();
+    producer.join();
+    ASSERT_TRUE(consumed_some) << log_text();
+    EXPECT_EQ(killed, -1);
+    ASSERT_EQ(seqs.size(), static_cast<std::size_t>(total));
+    EXPECT_LT(at_kill.ack_floor_stream_seq, static_cast<std::uint64_t>(total));
+    RecordProperty("acked_at_kill", std::to_string(at_kill.ack_floor_stream_seq));
+    RecordProperty("unacked_at_kill", std::to_string(at_kill.num_ack_pending));
+
+    serve_process again;
+    ASSERT_TRUE(again.start(config(), log_file())) << again.error;
+    ASSERT_TRUE(eventually([&] { return delivered_count(again) >= total; }, 60s)) << log_text();
+    ASSERT_TRUE(eventually([&] { return all_acked(client); }, 30s));
+    expect_one_run_per_message(again, seqs, true);
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.wait_exit(), 0) << log_text();
+}
+
+TEST_F(NatsServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStartRuns) {
+    nats_server broker;
+    auto client = std::make_unique<nats_client>(broker.url());
+    ASSERT_TRUE(client->add_stream(stream, "orders.>")) << client->error;
+    write_config(broker);
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    ASSERT_TRUE(eventually([&] { return consumer_exists(*client); })) << log_text();
+    auto seqs = produce(*client, 3);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 3; })) << log_text();
+    ASSERT_TRUE(eventually([&] { return all_acked(*client); }));
+
+    const auto log_before = log_text().size();
+    broker.kill(); // a crash: the store on disk is what survives
+    ASSERT_TRUE(eventually([&] {
+        return log_text().substr(log_before).find("connection lost") != std::string::npos;
+    })) << log_text();
+    // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
+    const auto sub = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id);
+    ASSERT_TRUE(sub.is_object());
+    EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
+
+    broker.start();
+    ASSERT_TRUE(eventually([&] {
+        return log_text().substr(log_before).find("connection regained") != std::string::npos;
+    })) << log_text();
+    client = std::make_unique<nats_client>(broker.url());
+    auto more = produce(*client, 4, 100);
+    seqs.insert(seqs.end(), more.begin(), more.end());
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); }, 30s))
+        << log_text();
+    EXPECT_TRUE(eventually([&] { return all_acked(*client); }));
+    expect_one_run_per_message(serve, seqs, true);
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+}
+
+TEST_F(NatsServeTest, BridgeStartedBeforeTheBrokerConsumesOnceItComesUp) {
+    nats_server broker(
+        nats_server_options{.user = {}, .password = {}, .token = {}, .defer_start = true});
+    write_config(broker);
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    ASSERT_TRUE(eventually([&] {
+        return log_text().find("no server reachable yet") != std::string::npos;
+    })) << log_text();
+    http_call health;
+    health.url = serve.url() + "/healthz";
+    EXPECT_EQ(perform(health).status, 200);
+
+    broker.start();
+    nats_client client(broker.url());
+    ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
+    ASSERT_TRUE(eventually([&] { return consumer_exists(client); })) << log_text();
+    auto seqs = produce(client, 3);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); })) << log_text();
+    expect_one_run_per_message(serve, seqs, true);
+    EXPECT_TRUE(eventually([&] { return all_acked(client); }));
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+}
+
+TEST_F(NatsServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
+    // The run host refuses the first three starts with a 500 (retryable), then starts runs.
+    fake_runs_host runs_host;
+    for (int i = 0; i < 3; ++i) {
+        runs_host.script(http_response{500,
+                                       {{"content-type", "application/json"}},
+                                       R"({"error":"internal_error","message":"down"})"});
+    }
+    nats_server broker;
+    nats_client client(broker.url());
+    ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
+    write_config(broker, {.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() +
+                                  "\", timeout: 2s}}\n"});
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    ASSERT_TRUE(eventually([&] { return consumer_exists(client); })) << log_text();
+
+    auto seqs = produce(client, 1);
+    ASSERT_EQ(seqs.size(), 1u);
+    const std::string sub_path = std::string("/v1/trigger-subscriptions/") + sub_id;
+    json::array dead;
+    ASSERT_TRUE(eventually([&] {
+        auto page = get_json(serve, sub_path + "/dead-letters?limit=10");
+        if (!page.is_object()) {
+            return false;
+        }
+        dead = page.at("deliveries").as_array();
+        return !dead.empty();
+    })) << log_text();
+    ASSERT_EQ(dead.size(), 1u);
+    const auto& rec = dead[0].as_object();
+    EXPECT_EQ(rec.at("subscriptionId").as_string(), sub_id);
+    EXPECT_EQ(rec.at("attempt").at("outcome").as_string(), "dead-lettered");
+    EXPECT_EQ(rec.at("attempt").at("attempt").as_int64(), 3); // the retry policy's maxAttempts
+    EXPECT_EQ(runs_host.requests().size(), 3u);
+    const auto all = deliveries(serve);
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].at("status").as_string(), "dead_lettered");
+    EXPECT_EQ(rec.at("attempt").at("dedupKey").as_string(), all[0].at("dedupKey").as_string());
+    // Acked once committed: the poison message is not redelivered by JetStream.
+    EXPECT_TRUE(eventually([&] { return all_acked(client); }));
+
+    // Exhaustion dead-letters the subscription too: later messages are refused by the host and
+    // go back to JetStream (not lost, not busy-polled) ...
+    EXPECT_EQ(get_json(serve, sub_path).at("subscription").at("state").as_string(),
+              "dead-lettered");
+    auto later = produce(client, 1, 1);
+    ASSERT_TRUE(eventually([&] {
+        return log_text().find("submit refused (subscription_not_active)") != std::string::npos;
+    })) << log_text();
+    EXPECT_FALSE(all_acked(client));
+    EXPECT_EQ(deliveries(serve).size(), 1u);
+
+    // ... until an operator re-activates the subscription (or replays the dead letter): then
+    // they start runs.
+    http_call patch;
+    patch.method = "PATCH";
+    patch.url = serve.url() + sub_path;
+    patch.headers = {{"authorization", std::string("Bearer ") + api_key},
+                     {"content-type", "application/json"}};
+    patch.body = R"({"state":"active"})";
+    ASSERT_EQ(perform(patch).status, 200);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 1; }, 40s)) << log_text();
+    EXPECT_TRUE(eventually([&] { return all_acked(client); }));
+    EXPECT_EQ(deliveries(serve).size(), 2u);
+    EXPECT_EQ(runs_host.runs_created(), 1);
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+}
+
+TEST_F(NatsServeTest, TwoNodesOnPostgresShareOneDurableAndStartOneRunPerMessage) {
+    auto* pg = postgres_server::shared();
+    if (pg == nullptr) {
+        GTEST_SKIP() << "PostgreSQL unavailable: " << postgres_server::shared_unavailable_reason();
+    }
+    const auto db = pg->create_database();
+    ASSERT_FALSE(db.empty());
+    nats_server broker;
+    nats_client client(broker.url());
+    ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
+    config_options o;
+    o.store = "store: {postgres: {url: \"" + pg->url(db) + "\"}}\n";
+    o.start_from = "beginning";
+    o.max_in_flight = 8;
+    o.batch_size = 4;
+    const auto cfg0 = write_config(broker, o, "node0.yaml");
+    const auto cfg1 = write_config(broker, o, "node1.yaml");
+    serve_process node0;
+    serve_process node1;
+    ASSERT_TRUE(node0.start(cfg0, dir_.file("node0.log"))) << node0.error;
+    ASSERT_TRUE(node1.start(cfg1, dir_.file("node1.log"))) << node1.error;
+    ASSERT_TRUE(eventually([&] { return consumer_exists(client); }));
+
+    constexpr int total = 120;
+    auto seqs = produce(client, total);
+    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s))
+        << read_text_file(dir_.file("node0.log")) << read_text_file(dir_.file("node1.log"));
+    EXPECT_TRUE(eventually([&] { return all_acked(client); }));
+    expect_one_run_per_message(node0, seqs, true);
+    // Both nodes were members of the durable.
+    EXPECT_NE(read_text_file(dir_.file("node0.log")).find("consuming"), std::string::npos);
+    EXPECT_NE(read_text_file(dir_.file("node1.log")).find("consuming"), std::string::npos);
+    node0.signal(SIGTERM);
+    node1.signal(SIGTERM);
+    EXPECT_EQ(node0.wait_exit(), 0);
+    EXPECT_EQ(node1.wait_exit(), 0);
+}
+
+} // namespace
+} // namespace wopbridge::testing
