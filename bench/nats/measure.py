@@ -51,7 +51,7 @@ def delivered(base):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True, help="folder with wopbridge (and ../lib/wopbridge/nats.so)")
+    ap.add_argument("--bin", required=True, help="folder with wopbridge (and ../lib/wopbridge/connectors/nats.so)")
     ap.add_argument("--work", help="temp dir to use (default: a new one, removed at the end)")
     ap.add_argument("--count", type=int, default=20000)
     ap.add_argument("--batch-size", type=int, default=64)
