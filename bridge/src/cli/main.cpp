@@ -22,6 +22,7 @@ void print_usage(std::FILE* out) {
                "  connector-check MODULE.so [--config JSON]  run the connector conformance kit on a "
                "module\n"
                "  host-key status|add|retire --config FILE   rotate the store's host key\n"
+               "  send --config FILE SUBSCRIPTION            send a test event as its provider would\n"
                "  version                                    print the version\n"
                "  subscriptions list|show|pause|resume|delete   manage a running bridge (client)\n"
                "  deliveries list SUB                        a subscription's deliveries (client)\n"
@@ -62,6 +63,9 @@ int main(int argc, char** argv) {
         }
         if (cmd == "connectors") {
             return wopbridge::cli::run_connectors(args);
+        }
+        if (cmd == "send") {
+            return wopbridge::cli::run_send(args);
         }
         if (cmd == "host-key") {
             return wopbridge::cli::run_host_key(args);
