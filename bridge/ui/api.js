@@ -56,6 +56,8 @@ export const api = {
   setState: (id, state) => call('PATCH', `/v1/trigger-subscriptions/${seg(id)}`, { state }),
   deliveries: (id) => call('GET', `/v1/trigger-subscriptions/${seg(id)}/deliveries?limit=25`),
   deadLetters: (id) => call('GET', `/v1/trigger-subscriptions/${seg(id)}/dead-letters?limit=25`),
+  // The same page, each dead letter with the delivery its replay created (wopbridge extension).
+  deadLetterView: (id) => call('GET', `/v1/ops/subscriptions/${seg(id)}/dead-letters?limit=25`),
   replay: (id, attemptEventId) =>
     call('POST', `/v1/trigger-subscriptions/${seg(id)}/dead-letters/${seg(attemptEventId)}/replay`),
   replayAll: (id) => call('POST', `/v1/trigger-subscriptions/${seg(id)}/dead-letters/replay`, { all: true }),

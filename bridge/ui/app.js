@@ -10,7 +10,8 @@ const $ = (id) => document.getElementById(id);
 let current = null;   // the mounted view: { refresh: async () => void }
 let timer = 0;
 let generation = 0;   // bumps on every navigation so stale refreshes are dropped
-const replays = new Map(); // attemptEventId -> { runId, outcome } replayed from this tab
+const replays = new Map(); // attemptEventId -> { runId, status } replayed from this tab, until the
+                           // bridge's view of the replay arrives
 
 // ---- chrome ---------------------------------------------------------------------------------------
 
@@ -285,7 +286,7 @@ function subscriptionView(root, id) {
 
   return {
     async refresh() {
-      const [view, page] = await Promise.all([api.subscription(id), api.deadLetters(id)]);
+      const [view, page] = await Promise.all([api.subscription(id), api.deadLetterView(id)]);
       const sub = view.subscription;
       renderInto(title, sub, () => h('div.head', {},
         h('h1', {}, sub.subscriptionId),
@@ -298,9 +299,14 @@ function subscriptionView(root, id) {
         h('dt', {}, 'Retries'), h('dd', {}, sub.retryPolicy
           ? `${sub.retryPolicy.maxAttempts} attempts, ${sub.retryPolicy.backoff}` : '—'),
         sub.webhookId ? [h('dt', {}, 'Webhook id'), h('dd', {}, h('code', {}, sub.webhookId))] : null));
-      const items = page.deliveries || [];
+      const entries = page.deadLetters || [];
+      const items = entries.map((e) => e.deadLetter);
       replayAll.disabled = !items.some((d) => d.reason === 'retries_exhausted');
-      const replayed = items.map((d) => replays.get(d.attemptEventId) || null);
+      // The bridge knows every replay (a reload, another tab, the CLI); this tab's own clicks
+      // show until the bridge's answer includes them.
+      const replayed = entries.map((e) => (e.replay
+        ? { runId: e.replay.runId, status: e.replay.status }
+        : replays.get(e.deadLetter.attemptEventId) || null));
       renderInto(dead, { items, replayed }, () => table('Dead letters, newest first',
         ['Dead-lettered', 'Attempt event', 'Reason', 'Attempt', 'State change', 'Replay'],
         items.map((d, i) => h('tr', { dataset: { attempt: d.attemptEventId } },
@@ -347,7 +353,7 @@ function replayCell(subId, d, done) {
   }, done ? 'Replay again' : 'Replay');
   b.addEventListener('click', () => act(b, async () => {
     const r = await api.replay(subId, d.attemptEventId);
-    replays.set(d.attemptEventId, { runId: r.runId, outcome: r.outcome });
+    replays.set(d.attemptEventId, { runId: r.runId, status: r.outcome === 'held' ? 'held' : 'pending' });
     if (r.outcome === 'held') {
       toast('Replay held: it is delivered when the subscription is active again.', 'warn',
         { href: runLink(r.runId), text: r.runId });
@@ -355,7 +361,8 @@ function replayCell(subId, d, done) {
       toast('Replay accepted.', 'ok', { href: runLink(r.runId), text: r.runId });
     }
   }));
-  return [b, done ? [' ', h('a.replayed', { href: runLink(done.runId) }, `→ ${done.runId}`)] : null];
+  return [b, done ? [' ', h('a.replayed', { href: runLink(done.runId) }, `→ ${done.runId}`),
+    ' ', h('span.replay-status', { dataset: { status: done.status } }, badge(done.status))] : null];
 }
 
 function runView(root, runId) {

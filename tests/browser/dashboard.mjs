@@ -90,14 +90,27 @@ try {
   await page.getByRole('button', { name: `Re-activate ${arg.subscription}` }).click();
   await page.locator('#sub-state .badge', { hasText: 'active' }).waitFor({ timeout: T });
   step('re-activated');
-  // The replayed delivery shows up delivered in the deliveries table, with its run.
-  await page.locator('table tr', { hasText: result.replayRunId })
+  // The replayed delivery shows up delivered in the deliveries table, with its run (the dead
+  // letter's row shows the same state; it is checked after the reload below).
+  await page.locator('table tr:not([data-attempt])', { hasText: result.replayRunId })
     .locator('.badge', { hasText: 'delivered' }).waitFor({ timeout: T });
   const toast = page.locator('#toast');
   await toast.evaluate((el) => { el.hidden = true; }); // a clean picture
   await page.screenshot({ path: arg.screenshot, fullPage: true });
   await toast.evaluate((el) => { el.hidden = false; });
   step('delivered');
+
+  // After a reload the dead letter still reads as replayed, with its replay's state: the page
+  // learns it from the bridge, not from this tab's memory.
+  await page.reload();
+  const afterReload = page.locator(`tr[data-attempt="${result.attemptEventId}"]`);
+  await afterReload.locator('a.replayed').waitFor({ timeout: T });
+  result.replayRunIdAfterReload =
+    (await afterReload.locator('a.replayed').textContent()).replace('→', '').trim();
+  await afterReload.locator('.replay-status .badge', { hasText: 'delivered' })
+    .waitFor({ timeout: T });
+  result.replayStatusAfterReload = 'delivered';
+  step('reloaded');
 
   // Open the run: it completed and says which dead letter it replays.
   await replayed.click();

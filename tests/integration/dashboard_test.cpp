@@ -144,6 +144,9 @@ TEST_F(DashboardTest, OperatorPausesSeesADeadLetterReplaysItAndSeesTheRun) {
     const std::string replay_run(res.at("replayRunId").as_string());
     EXPECT_NE(std::string(res.at("replayOfText").as_string()).find(attempt), std::string::npos);
     EXPECT_NE(replay_run, std::string(res.at("firstRunId").as_string()));
+    // A reload still shows the dead letter replayed, with its replay's state.
+    EXPECT_EQ(res.at("replayRunIdAfterReload"), replay_run.c_str());
+    EXPECT_EQ(res.at("replayStatusAfterReload"), "delivered");
     EXPECT_TRUE(std::filesystem::file_size(shots + "/dashboard.png") > 10000);
 
     // The same provenance over the API and in `wopbridge runs show`.
@@ -169,6 +172,32 @@ TEST_F(DashboardTest, OperatorPausesSeesADeadLetterReplaysItAndSeesTheRun) {
     EXPECT_NE(out.find("replayOf         dead letter " + attempt + " of subscription orders"),
               std::string::npos)
         << out;
+
+    // The CLI shows the dead letter replayed too: its REPLAY column names the delivered run.
+    auto cli = [&](const std::string& args) {
+        std::string text;
+        std::string c = std::string(WOPBRIDGE_PROGRAM) + " " + args + " --url " + serve_.url() +
+                        " --api-key " + api_key + " 2>&1";
+        if (FILE* p = popen(c.c_str(), "r")) {
+            char buf[4096];
+            std::size_t n;
+            while ((n = fread(buf, 1, sizeof buf, p)) > 0) {
+                text.append(buf, n);
+            }
+            EXPECT_EQ(WEXITSTATUS(pclose(p)), 0) << text;
+        }
+        return text;
+    };
+    const std::string dead = cli("dead-letters list orders");
+    EXPECT_NE(dead.find("REPLAY"), std::string::npos) << dead;
+    EXPECT_NE(dead.find("delivered " + replay_run), std::string::npos) << dead;
+    // And `runs list` names the dead letter the replayed run replays.
+    const std::string runs = cli("runs list --subscription orders");
+    const auto line_at = runs.find(replay_run);
+    ASSERT_NE(line_at, std::string::npos) << runs;
+    EXPECT_NE(runs.substr(line_at, runs.find('\n', line_at) - line_at).find(attempt),
+              std::string::npos)
+        << runs;
 }
 
 } // namespace

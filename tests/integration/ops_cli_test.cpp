@@ -2,7 +2,9 @@
 // Skipped while the program has no `serve` command (it lands on main separately).
 
 #include "support/build_paths.hpp"
+#include "support/http_client.hpp"
 #include "support/temp_dir.hpp"
+#include "support/webhook_signer.hpp"
 
 #include <boost/json.hpp>
 #include "support/eventually.hpp"
@@ -141,6 +143,67 @@ TEST_F(OpsCliTest, DeliveriesDeadLettersRunsAndErrors) {
     EXPECT_EQ(cli("runs show run_missing").code, 3);
     EXPECT_EQ(run_program("subscriptions list --url http://127.0.0.1:1").code, 1);
     EXPECT_EQ(run_program("subscriptions list --url " + url_ + " --api-key wrong").code, 4);
+}
+
+// The line of a table that mentions `needle` ("" when none).
+std::string line_with(const std::string& text, const std::string& needle) {
+    auto at = text.find(needle);
+    if (at == std::string::npos) {
+        return {};
+    }
+    auto begin = text.rfind('\n', at);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    return text.substr(begin, text.find('\n', at) - begin);
+}
+
+TEST_F(OpsCliTest, SubscriptionsAloneListsWithWorkflowAndCreatedColumns) {
+    auto bare = cli("subscriptions");
+    EXPECT_EQ(bare.code, 0) << bare.out;
+    const std::string row = line_with(bare.out, "orders");
+    ASSERT_FALSE(row.empty()) << bare.out;
+    EXPECT_NE(row.find("conformance-noop"), std::string::npos) << row;
+    EXPECT_FALSE(std::regex_search(row, std::regex("\\s-(\\s|$)"))) << row; // every column filled
+    EXPECT_TRUE(std::regex_search(row, std::regex("20[0-9]{2}-[0-9]{2}-[0-9]{2}T"))) << row;
+}
+
+TEST_F(OpsCliTest, RunsListShowsTheRunsOfASignedIngestWithFilters) {
+    const std::string body = R"({"order":1})";
+    testing::http_call post;
+    post.method = "POST";
+    post.url = url_ + "/v1/ingest/orders";
+    post.body = body;
+    post.headers = testing::standard_webhook_headers(
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", testing::fresh_webhook_id(),
+        std::chrono::duration_cast<std::chrono::seconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count(),
+        body);
+    post.headers.emplace_back("Content-Type", "application/json");
+    auto accepted = testing::perform(post);
+    ASSERT_EQ(accepted.status, 202) << accepted.body;
+    const std::string run_id(boost::json::parse(accepted.body).at("runId").as_string());
+
+    testing::eventually(
+        [&] {
+            return line_with(cli("runs list --status completed").out, run_id).size() > 0;
+        },
+        std::chrono::seconds(20));
+    auto listed = cli("runs list --subscription orders --status completed");
+    EXPECT_EQ(listed.code, 0);
+    EXPECT_NE(listed.out.find("WORKFLOW"), std::string::npos) << listed.out;
+    const std::string row = line_with(listed.out, run_id);
+    ASSERT_FALSE(row.empty()) << listed.out;
+    EXPECT_NE(row.find("completed"), std::string::npos) << row;
+    EXPECT_NE(row.find("conformance-noop"), std::string::npos) << row;
+    EXPECT_NE(row.find("orders"), std::string::npos) << row;
+    EXPECT_EQ(cli("runs").code, 0); // `runs` alone lists
+    EXPECT_TRUE(line_with(cli("runs list --workflow other").out, run_id).empty());
+    EXPECT_TRUE(line_with(cli("runs list --from 2100-01-01T00:00:00Z").out, run_id).empty());
+    auto js = cli("runs list --json --limit 1");
+    EXPECT_EQ(js.code, 0);
+    EXPECT_EQ(boost::json::parse(js.out).at("runs").as_array().size(), 1u);
+    EXPECT_EQ(cli("runs list --status bogus").code, 4);
+    EXPECT_EQ(cli("runs list --cursor nonsense").code, 4);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // Operator routes end to end: a real http::server on 127.0.0.1:0, the real bridge on a temporary
-// SQLite file, libcurl as the client. Held events, dead-letter replay (one and bulk), /metrics.
+// SQLite file, libcurl as the client. Held events, dead-letter replay (one and bulk), /metrics,
+// the run listing and the dead letters with their replays.
 
 #include "app/bridge.hpp"
 #include "http/api.hpp"
@@ -8,6 +9,7 @@
 #include "store/store.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
+#include "support/schema_check.hpp"
 #include "support/scripted_run_starter.hpp"
 #include "support/temp_dir.hpp"
 #include "support/webhook_signer.hpp"
@@ -262,6 +264,163 @@ TEST_F(OpsHttpTest, MetricsPerSubscriptionNeedAKeyAndShowOnlyItsTenant) {
 
     EXPECT_EQ(call("GET", "/metrics", "", "hk_unknown").status, 401);
     EXPECT_EQ(call("GET", "/metrics", "", "hk_reader").status, 403); // runs:read only
+}
+
+TEST_F(OpsHttpTest, MetricsCountEveryDocumentedIngestOutcome) {
+    auto a = register_webhook("wf");
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + a.id, R"({"state":"paused"})").status,
+              200);
+    EXPECT_EQ(ingest(a).status, 409);                                   // not_active
+    EXPECT_EQ(call("POST", "/v1/ingest/sub_unknown", "{}", "").status, 404); // not_found
+    reg forged = a;
+    forged.secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + a.id, R"({"state":"active"})").status,
+              200);
+    EXPECT_EQ(ingest(forged).status, 401); // signature_invalid
+    auto m = call("GET", "/metrics", "", "");
+    ASSERT_EQ(m.status, 200);
+    for (const char* outcome : {"not_active", "not_found", "signature_invalid"}) {
+        EXPECT_NE(m.body.find(std::string("wopbridge_ingests_total{outcome=\"") + outcome +
+                              "\"} 1"),
+                  std::string::npos)
+            << outcome << "\n"
+            << m.body;
+    }
+    auto scoped = call("GET", "/metrics");
+    EXPECT_NE(scoped.body.find("wopbridge_ingests_total{subscription=\"" + a.id +
+                               "\",outcome=\"not_active\"} 1"),
+              std::string::npos)
+        << scoped.body;
+    // The unknown id is never a label value.
+    EXPECT_EQ(scoped.body.find("sub_unknown"), std::string::npos);
+    expect_prometheus_text(m.body);
+}
+
+json::array runs_of(const http_reply& r) {
+    if (r.status != 200) {
+        return {};
+    }
+    return json::parse(r.body).at("runs").as_array();
+}
+
+TEST_F(OpsHttpTest, RunsListFiltersPagesNewestFirstAndStaysInTheTenant) {
+    auto a = register_webhook("wf");
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(ingest(a, R"({"n":)" + std::to_string(i) + "}").status, 202);
+    }
+    const std::string by_sub = "/v1/runs?subscriptionId=" + a.id;
+    ASSERT_TRUE(eventually([&] {
+        auto runs = runs_of(call("GET", by_sub + "&status=completed"));
+        return runs.size() == 3;
+    }));
+    auto all = call("GET", "/v1/runs");
+    ASSERT_EQ(all.status, 200) << all.body;
+    EXPECT_TRUE(
+        testing::expect_valid(std::string_view(all.body), "wopbridge/runs-page.schema.json"));
+    EXPECT_EQ(runs_of(all).size(), 3u);
+
+    // Pages of two, newest first, no run twice; the cursor only continues the same filters.
+    auto first = call("GET", by_sub + "&limit=2");
+    ASSERT_EQ(first.status, 200) << first.body;
+    EXPECT_TRUE(
+        testing::expect_valid(std::string_view(first.body), "wopbridge/runs-page.schema.json"));
+    auto p1 = json::parse(first.body).as_object();
+    ASSERT_EQ(p1.at("runs").as_array().size(), 2u);
+    const std::string cursor(p1.at("nextCursor").as_string());
+    auto second = call("GET", by_sub + "&limit=2&cursor=" + cursor);
+    ASSERT_EQ(second.status, 200) << second.body;
+    auto p2 = json::parse(second.body).as_object();
+    ASSERT_EQ(p2.at("runs").as_array().size(), 1u);
+    EXPECT_FALSE(p2.contains("nextCursor"));
+    std::set<std::string> ids;
+    std::string previous = "9999";
+    for (const auto* pg : {&p1, &p2}) {
+        for (const auto& run : pg->at("runs").as_array()) {
+            ids.insert(std::string(run.at("runId").as_string()));
+            const std::string created(run.at("createdAt").as_string());
+            EXPECT_LE(created, previous);
+            previous = created;
+            EXPECT_EQ(run.at("subscriptionId"), a.id.c_str());
+            EXPECT_EQ(run.at("workflowId"), "wf");
+        }
+    }
+    EXPECT_EQ(ids.size(), 3u);
+    auto foreign = call("GET", "/v1/runs?workflowId=wf&limit=2&cursor=" + cursor);
+    EXPECT_EQ(foreign.status, 400) << foreign.body;
+    EXPECT_NE(foreign.body.find("\"field\":\"cursor\""), std::string::npos) << foreign.body;
+
+    // Filters.
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs?workflowId=wf")).size(), 3u);
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs?workflowId=wf-flaky")).size(), 0u);
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs?status=failed")).size(), 0u);
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs?subscriptionId=other")).size(), 0u);
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs?from=2100-01-01T00:00:00Z")).size(), 0u);
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs?to=2000-01-01T00:00:00Z")).size(), 0u);
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z"))
+                  .size(),
+              3u);
+    auto bad_status = call("GET", "/v1/runs?status=done");
+    EXPECT_EQ(bad_status.status, 400);
+    EXPECT_NE(bad_status.body.find("\"field\":\"status\""), std::string::npos);
+    EXPECT_EQ(call("GET", "/v1/runs?from=yesterday").status, 400);
+    EXPECT_EQ(call("GET", "/v1/runs?limit=0").status, 400);
+
+    // Tenant-scoped, and runs:read is the scope.
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs", "", "hk_globex")).size(), 0u);
+    EXPECT_EQ(runs_of(call("GET", "/v1/runs", "", "hk_reader")).size(), 3u);
+    EXPECT_EQ(call("GET", "/v1/runs", "", "").status, 401);
+}
+
+TEST_F(OpsHttpTest, DeadLettersViewShowsEachReplayAndRunsNameWhatTheyReplay) {
+    auto r = register_webhook("wf-flaky");
+    ASSERT_EQ(ingest(r).status, 202);
+    ASSERT_TRUE(eventually([&] { return dead_letters(r.id).size() == 1; }));
+    const std::string view_path = "/v1/ops/subscriptions/" + r.id + "/dead-letters";
+    auto before = call("GET", view_path);
+    ASSERT_EQ(before.status, 200) << before.body;
+    EXPECT_TRUE(
+        testing::expect_valid(std::string_view(before.body),
+                              "wopbridge/dead-letters-view.schema.json"));
+    auto item = json::parse(before.body).at("deadLetters").at(0).as_object();
+    EXPECT_FALSE(item.contains("replay"));
+    const std::string attempt(item.at("deadLetter").at("attemptEventId").as_string());
+    // The wrapped record is exactly the contract's dead-letter record.
+    EXPECT_TRUE(testing::expect_valid(
+        json::value(item.at("deadLetter")),
+        "trigger-dead-letter-page.schema.json#/$defs/deadLetteredTriggerDelivery"));
+
+    // Replayed while the subscription is dead-lettered: held.
+    auto one = call("POST", "/v1/trigger-subscriptions/" + r.id + "/dead-letters/" + attempt +
+                                "/replay",
+                    "{}");
+    ASSERT_EQ(one.status, 202) << one.body;
+    const std::string run_id(json::parse(one.body).at("runId").as_string());
+    auto held = call("GET", view_path);
+    EXPECT_TRUE(
+        testing::expect_valid(std::string_view(held.body),
+                              "wopbridge/dead-letters-view.schema.json"));
+    auto held_item = json::parse(held.body).at("deadLetters").at(0).as_object();
+    ASSERT_TRUE(held_item.contains("replay")) << held.body;
+    EXPECT_EQ(held_item.at("replay").at("status"), "held");
+    EXPECT_EQ(held_item.at("replay").at("runId"), run_id.c_str());
+
+    // Re-activated: the replay is delivered; the run says what it replays.
+    starter_->set_behaviour("wf-flaky", behaviour::complete);
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + r.id, R"({"state":"active"})").status,
+              200);
+    ASSERT_TRUE(eventually([&] {
+        auto v = call("GET", view_path);
+        return v.status == 200 &&
+               v.body.find("\"status\":\"delivered\"") != std::string::npos;
+    }));
+    auto runs = runs_of(call("GET", "/v1/runs?subscriptionId=" + r.id));
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].at("runId"), run_id.c_str());
+    EXPECT_EQ(runs[0].at("replayOf").at("attemptEventId"), attempt.c_str());
+
+    EXPECT_EQ(call("GET", view_path, "", "hk_globex").status, 404);
+    EXPECT_EQ(call("GET", view_path, "", "hk_reader").status, 403);
+    EXPECT_EQ(call("GET", view_path + "?cursor=garbage").status, 400);
 }
 
 } // namespace

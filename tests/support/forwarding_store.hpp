@@ -31,6 +31,13 @@ public:
                                             const std::string& replacement) override {
         return inner_->replace_connector_settings(id, expected, replacement);
     }
+    result<std::vector<run_record>> list_runs(const run_query& q) override {
+        return inner_->list_runs(q);
+    }
+    result<std::map<std::string, delivery>>
+    deliveries_by_dedup_key(const std::string& id, const std::vector<std::string>& keys) override {
+        return inner_->deliveries_by_dedup_key(id, keys);
+    }
     result<void> change_state(const state_change& c, const std::string& event_id, millis at) override {
         return inner_->change_state(c, event_id, at);
     }

@@ -19,6 +19,9 @@
 
 #include <wopbridge/signatures.hpp>
 
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -517,15 +520,20 @@ struct bridge::impl final : run_lifecycle_sink {
         submit(s, nullptr, std::move(done_in));
     }
 
+    // Every answer to an inbound event is counted once, refusals included.
+    void count_ingest(const std::string& sub_id, submit_status status) {
+        // An unknown id is caller-chosen text: never a label value.
+        metrics.increment("wopbridge_ingests_total",
+                          {{"subscription", status == submit_status::not_found ? "unknown" : sub_id},
+                           {"outcome", std::string(outcome_name(status))}});
+    }
+
     // `known`: the subscription already read for this request (webhook ingest), else read here.
     void submit(const inbound_submission& s, const subscription* known, submit_callback done_in) {
         millis accepted_at = now();
         auto done = [this, sub_id = s.subscription_id, accepted_at,
                      done_in = std::move(done_in)](submit_result r) {
-            // An unknown id is caller-chosen text: never a label value.
-            metrics.increment("wopbridge_ingests_total",
-                              {{"subscription", r.status == submit_status::not_found ? "unknown" : sub_id},
-                               {"outcome", std::string(outcome_name(r.status))}});
+            count_ingest(sub_id, r.status);
             if (r.status == submit_status::accepted || r.status == submit_status::held) {
                 double secs = static_cast<double>(now() - accepted_at) / 1000.0;
                 metrics.observe("wopbridge_ingest_latency_seconds", {}, secs);
@@ -642,8 +650,10 @@ struct bridge::impl final : run_lifecycle_sink {
     void ingest_webhook(const std::string& id, const inbound_http_request& req, submit_callback done) {
         auto sub = st->get_subscription(id);
         if (!sub) {
-            done(status_only(sub.error() == make_error_code(errc::not_found) ? submit_status::not_found
-                                                                          : submit_status::unavailable));
+            auto status = sub.error() == make_error_code(errc::not_found) ? submit_status::not_found
+                                                                          : submit_status::unavailable;
+            count_ingest(id, status);
+            done(status_only(status));
             return;
         }
         ingest_webhook(*sub, req, std::move(done));
@@ -652,8 +662,13 @@ struct bridge::impl final : run_lifecycle_sink {
     // `found`: the subscription as the caller just read it (the HTTP route reads it to choose
     // between connector and webhook), so a request costs one read transaction, not two.
     void ingest_webhook(const subscription& found, const inbound_http_request& req,
-                        submit_callback done) {
+                        submit_callback submitted) {
         const subscription* sub = &found;
+        // Answers given here are counted here; a submission is counted by submit().
+        auto done = [this, &found, &submitted](submit_result r) {
+            count_ingest(found.id, r.status);
+            submitted(std::move(r));
+        };
         if (sub->source != source_kind::webhook) {
             done(status_only(submit_status::not_found));
             return;
@@ -697,7 +712,7 @@ struct bridge::impl final : run_lifecycle_sink {
         s.received_at = t;
         s.verified = v.verified;
         s.content_json = intake::webhook_content_json(req);
-        submit(s, sub, std::move(done));
+        submit(s, sub, std::move(submitted));
     }
 
     submit_result submit_sync(const inbound_submission& s) {
@@ -1650,5 +1665,123 @@ void bridge::add_run_event_observer(std::function<void(const run_event&)> observ
 }
 
 outbound::webhook_dispatcher* bridge::webhooks() noexcept { return impl_->webhooks.get(); }
+
+// ---- operator views: the run listing and dead letters with their replays -----------------------
+
+namespace {
+
+// The filters a runs cursor was minted for: a cursor only continues the listing it came from.
+boost::json::array run_filters_json(const run_list_request& req) {
+    return boost::json::array{
+        boost::json::value(req.subscription_id), boost::json::value(req.workflow_id),
+        boost::json::value(req.status ? std::string(to_string(*req.status)) : std::string()),
+        boost::json::value(req.from.value_or(-1)), boost::json::value(req.to.value_or(-1))};
+}
+
+// Opaque: hex of {"c":"runs","f":[filters],"t":created_at,"i":run id}.
+std::string encode_runs_cursor(const run_list_request& req, const run_record& last) {
+    boost::json::object o{{"c", "runs"},
+                          {"f", run_filters_json(req)},
+                          {"t", last.created_at},
+                          {"i", last.id}};
+    return sig::to_hex(boost::json::serialize(o));
+}
+
+std::optional<run_position> decode_runs_cursor(const run_list_request& req) {
+    auto text = sig::from_hex(req.cursor);
+    if (!text) {
+        return std::nullopt;
+    }
+    boost::system::error_code ec;
+    auto v = boost::json::parse(*text, ec);
+    if (ec || !v.is_object()) {
+        return std::nullopt;
+    }
+    const auto& o = v.get_object();
+    const auto* c = o.if_contains("c");
+    const auto* f = o.if_contains("f");
+    const auto* t = o.if_contains("t");
+    const auto* i = o.if_contains("i");
+    if (!c || !f || !t || !i || !c->is_string() || c->get_string() != "runs" || !t->is_int64() ||
+        !i->is_string() || *f != boost::json::value(run_filters_json(req))) {
+        return std::nullopt;
+    }
+    return run_position{t->get_int64(), std::string(i->get_string())};
+}
+
+} // namespace
+
+void bridge::count_ingest(const std::string& subscription_id, submit_status status) {
+    impl_->count_ingest(subscription_id, status);
+}
+
+result<page<run_record>> bridge::list_runs(const std::string& tenant, const run_list_request& req) {
+    auto& m = *impl_;
+    run_query q;
+    q.tenant = tenant;
+    q.subscription_id = req.subscription_id;
+    q.workflow_id = req.workflow_id;
+    q.status = req.status;
+    if (req.from) {
+        q.created_from = *req.from;
+    }
+    if (req.to) {
+        q.created_to = *req.to;
+    }
+    if (!req.cursor.empty()) {
+        auto pos = decode_runs_cursor(req);
+        if (!pos) {
+            return make_error_code(errc::invalid_argument);
+        }
+        q.before = std::move(*pos);
+    }
+    const int limit = std::clamp(req.limit, 1, std::max(1, m.settings.dead_letter_max_page_size));
+    q.limit = limit + 1; // one more tells whether there is a next page
+    auto rows = m.st->list_runs(q);
+    if (!rows) {
+        return rows.error();
+    }
+    page<run_record> out;
+    if (static_cast<int>(rows->size()) > limit) {
+        rows->resize(static_cast<std::size_t>(limit));
+        out.next_cursor = encode_runs_cursor(req, rows->back());
+    }
+    out.items = std::move(*rows);
+    return out;
+}
+
+result<page<dead_letter_view>> bridge::list_dead_letters_with_replays(const std::string& tenant,
+                                                                      const std::string& id,
+                                                                      const page_request& req) {
+    auto dls = list_dead_letters(tenant, id, req);
+    if (!dls) {
+        return dls.error();
+    }
+    std::vector<std::string> keys;
+    for (const auto& d : dls->items) {
+        if (d.reason == dead_letter_reason::retries_exhausted) {
+            keys.push_back(replay_dedup_key(d.attempt_event_id));
+        }
+    }
+    std::map<std::string, delivery> replays;
+    if (!keys.empty()) {
+        auto found = impl_->st->deliveries_by_dedup_key(id, keys);
+        if (!found) {
+            return found.error();
+        }
+        replays = std::move(*found);
+    }
+    page<dead_letter_view> out;
+    out.next_cursor = std::move(dls->next_cursor);
+    for (auto& d : dls->items) {
+        dead_letter_view v;
+        if (auto it = replays.find(replay_dedup_key(d.attempt_event_id)); it != replays.end()) {
+            v.replay = it->second;
+        }
+        v.record = std::move(d);
+        out.items.push_back(std::move(v));
+    }
+    return out;
+}
 
 } // namespace wopbridge

@@ -180,6 +180,23 @@ struct subscription_overview {
     std::optional<delivery> last_delivery;  // newest first
 };
 
+// GET /v1/runs (a wopbridge extension): filters, and the opaque cursor of the previous page.
+struct run_list_request {
+    std::string subscription_id;      // "" = any
+    std::string workflow_id;          // "" = any
+    std::optional<run_status> status;
+    std::optional<millis> from;       // created at or after
+    std::optional<millis> to;         // created at or before
+    int limit = 50;                   // clamped to dead_letter_max_page_size
+    std::string cursor;               // nextCursor of the previous page with the same filters
+};
+
+// A dead letter with the delivery its replay created, if it was replayed (the operator views).
+struct dead_letter_view {
+    dead_letter record;
+    std::optional<delivery> replay;
+};
+
 // ---- the bridge ------------------------------------------------------------------------------------
 
 class bridge {
@@ -297,6 +314,18 @@ public:
     // Extra Prometheus text appended to metrics_text() at each scrape (e.g. connector counters the
     // serve command collects from the connector host). Add before start().
     void add_metrics_source(std::function<std::string()> render);
+
+    // ---- appended: operator views of runs and replays ----
+    // Counts an inbound request answered before intake (the ingest route's unknown id) in
+    // wopbridge_ingests_total, like every answer submit() gives.
+    void count_ingest(const std::string& subscription_id, submit_status status);
+    // The tenant's runs, newest first. A cursor minted for other filters (or garbage):
+    // invalid_argument.
+    result<page<run_record>> list_runs(const std::string& tenant, const run_list_request& req);
+    // A page of dead letters (as list_dead_letters) with the state of each one's replay.
+    result<page<dead_letter_view>> list_dead_letters_with_replays(const std::string& tenant,
+                                                                  const std::string& id,
+                                                                  const page_request& req);
 
     // ---- appended: connector secrets sealed at rest ----
     // Turns a connector subscription's settings into what the store keeps (the connector host's

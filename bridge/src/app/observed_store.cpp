@@ -208,6 +208,13 @@ public:
                                             const std::string& replacement) override {
         return inner_->replace_connector_settings(id, expected, replacement);
     }
+    result<std::vector<run_record>> list_runs(const run_query& q) override {
+        return inner_->list_runs(q);
+    }
+    result<std::map<std::string, delivery>>
+    deliveries_by_dedup_key(const std::string& id, const std::vector<std::string>& keys) override {
+        return inner_->deliveries_by_dedup_key(id, keys);
+    }
 
 private:
     // A new run: its whole log was appended by the record's transaction, in the order every backend

@@ -31,7 +31,8 @@ constexpr const char* common_help =
 
 const char* help_for(const std::string& group) {
     if (group == "subscriptions") {
-        return "usage: wopbridge subscriptions list|show ID|pause ID|resume ID|delete ID [options]\n";
+        return "usage: wopbridge subscriptions [list]|show ID|pause ID|resume ID|delete ID "
+               "[options]\n";
     }
     if (group == "deliveries") {
         return "usage: wopbridge deliveries list SUBSCRIPTION [options]\n";
@@ -41,7 +42,12 @@ const char* help_for(const std::string& group) {
                "       wopbridge dead-letters replay SUBSCRIPTION (ATTEMPT_EVENT_ID | --all) "
                "[--rate N] [options]\n";
     }
-    return "usage: wopbridge runs show RUN_ID [options]\n";
+    return "usage: wopbridge runs [list] [--subscription ID] [--workflow ID] [--status S]\n"
+           "                      [--from RFC3339] [--to RFC3339] [--limit N] [--cursor C] "
+           "[options]\n"
+           "       wopbridge runs show RUN_ID [options]\n"
+           "  list: newest first; S is pending|running|completed|failed; when more runs match,\n"
+           "  the next page's --cursor is printed on stderr\n";
 }
 
 std::string env_or(const char* name, std::string fallback) {
@@ -146,20 +152,32 @@ std::string path_segment(const std::string& s) {
     return out;
 }
 
-std::vector<std::string> subscription_row(const json::object& s) {
-    return {field(s, {"id", "subscriptionId"}), field(s, {"state"}), field(s, {"source"}),
-            field(s, {"workflowId"}), field(s, {"createdAt"})};
+// One item of GET /v1/ops/subscriptions: {subscription, workflowId, createdAt, ...}.
+std::vector<std::string> subscription_row(const json::object& item) {
+    json::object s;
+    if (auto* v = item.if_contains("subscription"); v && v->is_object()) {
+        s = v->as_object();
+    }
+    return {field(s, {"subscriptionId"}), field(s, {"state"}), field(s, {"source"}),
+            field(item, {"workflowId"}), field(item, {"createdAt"})};
 }
 
 int subscriptions(const client_options& o, const std::vector<std::string>& pos) {
     const std::string& verb = pos[0];
     const std::string base = "/v1/trigger-subscriptions";
     if (verb == "list" && pos.size() == 1) {
-        auto r = http_call(o, "GET", base);
-        if (int rc = check(r); rc != ok || o.json) {
+        if (o.json) {
+            auto r = http_call(o, "GET", base);
+            int rc = check(r);
             if (rc == ok) {
                 std::printf("%s\n", r.body.c_str());
             }
+            return rc;
+        }
+        // The TriggerSubscription record has neither the workflow nor the creation time; the
+        // operator overview carries both.
+        auto r = http_call(o, "GET", "/v1/ops/subscriptions");
+        if (int rc = check(r); rc != ok) {
             return rc;
         }
         std::vector<std::vector<std::string>> rows;
@@ -293,7 +311,9 @@ int dead_letters(const client_options& o, const std::vector<std::string>& pos, b
             std::fputs(help_for("dead-letters"), stderr);
             return usage;
         }
-        auto r = http_call(o, "GET", base);
+        // The operator view: each dead letter with the delivery its replay created, if any.
+        auto r = http_call(o, "GET",
+                           "/v1/ops/subscriptions/" + path_segment(pos[1]) + "/dead-letters");
         if (int rc = check(r); rc != ok || o.json) {
             if (rc == ok) {
                 std::printf("%s\n", r.body.c_str());
@@ -301,14 +321,25 @@ int dead_letters(const client_options& o, const std::vector<std::string>& pos, b
             return rc;
         }
         std::vector<std::vector<std::string>> rows;
-        for (const auto& d : array_of(parse_object(r.body), {"deliveries", "deadLetters", "items"})) {
-            if (d.is_object()) {
-                const auto& x = d.as_object();
-                rows.push_back({field(x, {"attemptEventId"}), field(x, {"reason"}),
-                                field(x, {"deadLetteredAt"}), field(x, {"expiresAt"})});
+        for (const auto& item : array_of(parse_object(r.body), {"deadLetters"})) {
+            if (!item.is_object()) {
+                continue;
             }
+            json::object x;
+            if (auto* d = item.as_object().if_contains("deadLetter"); d && d->is_object()) {
+                x = d->as_object();
+            }
+            std::string replay = "-";
+            if (auto* rp = item.as_object().if_contains("replay"); rp && rp->is_object()) {
+                replay = field(rp->as_object(), {"status"}) + " " +
+                         field(rp->as_object(), {"runId"});
+            } else if (field(x, {"reason"}) != "retries_exhausted") {
+                replay = "not replayable";
+            }
+            rows.push_back({field(x, {"attemptEventId"}), field(x, {"reason"}),
+                            field(x, {"deadLetteredAt"}), field(x, {"expiresAt"}), replay});
         }
-        print_table({"ATTEMPT EVENT", "REASON", "DEAD-LETTERED", "EXPIRES"}, rows);
+        print_table({"ATTEMPT EVENT", "REASON", "DEAD-LETTERED", "EXPIRES", "REPLAY"}, rows);
         return ok;
     }
     if ((pos.size() == 3) == all || pos.size() > 3) {
@@ -347,7 +378,61 @@ int dead_letters(const client_options& o, const std::vector<std::string>& pos, b
     return replay_job_progress(o, job);
 }
 
-int runs(const client_options& o, const std::vector<std::string>& pos) {
+std::string query_part(const std::string& name, const std::string& value) {
+    std::string out = name + "=";
+    for (unsigned char c : value) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == ':') {
+            out += static_cast<char>(c);
+        } else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            out += buf;
+        }
+    }
+    return out;
+}
+
+int runs_list(const client_options& o, const arg_parser& p) {
+    std::string query;
+    const std::pair<const char*, const char*> params[] = {
+        {"subscription", "subscriptionId"}, {"workflow", "workflowId"}, {"status", "status"},
+        {"from", "from"}, {"to", "to"}, {"limit", "limit"}, {"cursor", "cursor"}};
+    for (const auto& [opt, name] : params) {
+        if (auto v = p.value(opt); !v.empty()) {
+            query += (query.empty() ? "?" : "&") + query_part(name, v);
+        }
+    }
+    auto r = http_call(o, "GET", "/v1/runs" + query);
+    if (int rc = check(r); rc != ok || o.json) {
+        if (rc == ok) {
+            std::printf("%s\n", r.body.c_str());
+        }
+        return rc;
+    }
+    auto body = parse_object(r.body);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& run : array_of(body, {"runs"})) {
+        if (run.is_object()) {
+            const auto& x = run.as_object();
+            std::string replay = "-";
+            if (auto* rp = x.if_contains("replayOf"); rp && rp->is_object()) {
+                replay = field(rp->as_object(), {"attemptEventId"});
+            }
+            rows.push_back({field(x, {"runId"}), field(x, {"status"}), field(x, {"workflowId"}),
+                            field(x, {"subscriptionId"}), field(x, {"createdAt"}), replay});
+        }
+    }
+    print_table({"RUN", "STATUS", "WORKFLOW", "SUBSCRIPTION", "CREATED", "REPLAY OF"}, rows);
+    if (auto* next = body.if_contains("nextCursor"); next && next->is_string()) {
+        std::fprintf(stderr, "more runs: --cursor %s\n", std::string(next->as_string()).c_str());
+    }
+    return ok;
+}
+
+int runs(const client_options& o, const std::vector<std::string>& pos, const arg_parser& p) {
+    if (pos.empty() || (pos.size() == 1 && pos[0] == "list")) {
+        return runs_list(o, p);
+    }
     if (pos.size() != 2 || pos[0] != "show") {
         std::fputs(help_for("runs"), stderr);
         return usage;
@@ -405,12 +490,16 @@ int run_client(const std::string& group, const std::vector<std::string>& args) {
     o.api_key = p.value("api-key").empty() ? env_or("WOPBRIDGE_API_KEY", "") : p.value("api-key");
     o.json = p.flag("json");
     const auto& pos = p.positional();
+    if (group == "subscriptions") {
+        // `wopbridge subscriptions` alone lists them.
+        return subscriptions(o, pos.empty() ? std::vector<std::string>{"list"} : pos);
+    }
+    if (group == "runs") {
+        return runs(o, pos, p);
+    }
     if (pos.empty()) {
         std::fputs(help_for(group), stderr);
         return usage;
-    }
-    if (group == "subscriptions") {
-        return subscriptions(o, pos);
     }
     if (group == "deliveries") {
         return deliveries(o, pos);
@@ -418,7 +507,7 @@ int run_client(const std::string& group, const std::vector<std::string>& args) {
     if (group == "dead-letters") {
         return dead_letters(o, pos, p.flag("all"), p.value("rate"));
     }
-    return runs(o, pos);
+    return usage;
 }
 
 } // namespace wopbridge::cli

@@ -24,9 +24,10 @@ void print_usage(std::FILE* out) {
                "  host-key status|add|retire --config FILE   rotate the store's host key\n"
                "  send --config FILE SUBSCRIPTION            send a test event as its provider would\n"
                "  version                                    print the version\n"
-               "  subscriptions list|show|pause|resume|delete   manage a running bridge (client)\n"
+               "  subscriptions [list]|show|pause|resume|delete  manage a running bridge (client)\n"
                "  deliveries list SUB                        a subscription's deliveries (client)\n"
                "  dead-letters list|replay SUB ...           dead letters and replay (client)\n"
+               "  runs [list] [--status S ...]               runs, newest first, with filters (client)\n"
                "  runs show RUN                              a run's snapshot and event log (client)\n"
                "\n"
                "Every command accepts --help.\n",

@@ -217,6 +217,8 @@ void http_api::dispatch(std::shared_ptr<context> ctx) {
         case route_id::replay_job_get: ops::replay_job(*ctx, bridge_); return;
         case route_id::metrics: ops::metrics(*ctx, bridge_); return;
         case route_id::subscriptions_overview: ops::overview(*ctx, bridge_); return;
+        case route_id::run_list: ops::list_runs(*ctx, bridge_); return;
+        case route_id::subscription_dead_letters_view: ops::dead_letters_view(*ctx, bridge_); return;
         case route_id::webhook_create: create_webhook(*ctx); return;
         case route_id::webhook_list: list_webhooks(*ctx); return;
         case route_id::webhook_delete: delete_webhook(*ctx); return;

@@ -85,6 +85,18 @@ public:
     result<std::vector<subscription_overview>> overview(const std::string& tenant) override {
         return b_.overview(tenant);
     }
+    void count_ingest(const std::string& subscription_id, submit_status status) override {
+        b_.count_ingest(subscription_id, status);
+    }
+    result<page<run_record>> list_runs(const std::string& tenant,
+                                       const run_list_request& req) override {
+        return b_.list_runs(tenant, req);
+    }
+    result<page<dead_letter_view>> list_dead_letters_with_replays(const std::string& tenant,
+                                                                  const std::string& id,
+                                                                  const page_request& req) override {
+        return b_.list_dead_letters_with_replays(tenant, id, req);
+    }
 
 private:
     bridge& b_;

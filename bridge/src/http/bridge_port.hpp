@@ -76,6 +76,18 @@ public:
     virtual result<std::vector<subscription_overview>> overview(const std::string& /*tenant*/) {
         return make_error_code(errc::unsupported);
     }
+    // Counts an ingest answered without the bridge's intake (an unknown subscription id).
+    virtual void count_ingest(const std::string& /*subscription_id*/, submit_status /*status*/) {}
+    // GET /v1/runs and GET /v1/ops/subscriptions/{id}/dead-letters (wopbridge extensions).
+    virtual result<page<run_record>> list_runs(const std::string& /*tenant*/,
+                                               const run_list_request& /*req*/) {
+        return make_error_code(errc::unsupported);
+    }
+    virtual result<page<dead_letter_view>>
+    list_dead_letters_with_replays(const std::string& /*tenant*/, const std::string& /*id*/,
+                                   const page_request& /*req*/) {
+        return make_error_code(errc::unsupported);
+    }
 };
 
 // Forwards every call to `b`, which must outlive the port.

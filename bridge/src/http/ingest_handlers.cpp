@@ -51,6 +51,9 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
     const auto& id = ctx->param("subscriptionId");
     auto sub = bridge_.find_subscription(id);
     if (!sub) {
+        if (sub.error() == make_error_code(errc::not_found)) {
+            bridge_.count_ingest(id, submit_status::not_found); // as subscription="unknown"
+        }
         detail::reply_error(*ctx, sub.error());
         return;
     }

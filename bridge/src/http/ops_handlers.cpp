@@ -180,6 +180,7 @@ void overview(http_api::context& ctx, bridge_port& bridge) {
         json::object item{
             {"subscription", wire::subscription(o.record)},
             {"workflowId", o.record.workflow_id},
+            {"createdAt", ops_format_time(o.record.created_at)},
             {"whenNotActive", o.record.hold_when_not_active ? "hold" : "refuse"},
             {"counts", json::object{{"pending", c.pending},
                                     {"due", c.due},
@@ -198,6 +199,127 @@ void overview(http_api::context& ctx, bridge_port& bridge) {
     }
     auto res =
         http_response::json(200, json::serialize(json::object{{"subscriptions", std::move(subs)}}));
+    res.set_header("cache-control", "no-store");
+    ctx.sink->send(std::move(res));
+}
+
+// ---- GET /v1/runs and dead letters with their replays (wopbridge extensions) ----------------
+
+namespace {
+
+// limit and cursor as on the other lists (subscription_handlers.cpp); false = the 400 was sent.
+bool parse_page_params(http_api::context& ctx, int max_page_size, int& limit, std::string& cursor) {
+    limit = std::min(50, std::max(1, max_page_size));
+    if (auto l = ctx.req.query_param("limit")) {
+        long long n = 0;
+        if (!detail::parse_int(*l, n) || n < 1) {
+            ctx.sink->send(validation_error("limit", "limit must be a positive integer"));
+            return false;
+        }
+        limit = static_cast<int>(std::min<long long>(n, std::max(1, max_page_size)));
+    }
+    if (auto c = ctx.req.query_param("cursor")) {
+        if (c->empty() || c->size() > 2048) {
+            ctx.sink->send(validation_error("cursor", "cursor is not valid"));
+            return false;
+        }
+        cursor = *c;
+    }
+    return true;
+}
+
+std::optional<run_status> parse_run_status(std::string_view s) {
+    for (auto st : {run_status::pending, run_status::running, run_status::completed,
+                    run_status::failed}) {
+        if (wire::name(st) == s) {
+            return st;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+void list_runs(http_api::context& ctx, bridge_port& bridge) {
+    run_list_request req;
+    if (!parse_page_params(ctx, bridge.settings().dead_letter_max_page_size, req.limit,
+                           req.cursor)) {
+        return;
+    }
+    if (auto v = ctx.req.query_param("subscriptionId")) {
+        req.subscription_id = *v;
+    }
+    if (auto v = ctx.req.query_param("workflowId")) {
+        req.workflow_id = *v;
+    }
+    if (auto v = ctx.req.query_param("status")) {
+        req.status = parse_run_status(*v);
+        if (!req.status) {
+            ctx.sink->send(validation_error(
+                "status", "status must be one of pending, running, completed, failed"));
+            return;
+        }
+    }
+    for (const char* name : {"from", "to"}) {
+        if (auto v = ctx.req.query_param(name)) {
+            auto t = ops_parse_time(*v);
+            if (!t) {
+                ctx.sink->send(validation_error(name, "must be an RFC 3339 UTC timestamp"));
+                return;
+            }
+            (std::string_view(name) == "from" ? req.from : req.to) = t;
+        }
+    }
+    auto r = bridge.list_runs(ctx.who.tenant, req);
+    if (!r) {
+        if (r.error() == errc::invalid_argument) {
+            ctx.sink->send(validation_error("cursor", "cursor is not valid for these filters"));
+            return;
+        }
+        reply_error(ctx, r.error());
+        return;
+    }
+    json::array runs;
+    for (const auto& run : r->items) {
+        runs.push_back(wire::run_snapshot(run));
+    }
+    json::object body{{"runs", std::move(runs)}};
+    if (!r->next_cursor.empty()) {
+        body["nextCursor"] = r->next_cursor;
+    }
+    reply_json(ctx, 200, body);
+}
+
+void dead_letters_view(http_api::context& ctx, bridge_port& bridge) {
+    page_request pr;
+    if (!parse_page_params(ctx, bridge.settings().dead_letter_max_page_size, pr.limit, pr.cursor)) {
+        return;
+    }
+    const auto& id = ctx.param("subscriptionId");
+    auto r = bridge.list_dead_letters_with_replays(ctx.who.tenant, id, pr);
+    if (!r) {
+        if (r.error() == errc::invalid_argument) {
+            ctx.sink->send(validation_error("cursor", "cursor is not valid for this subscription"));
+            return;
+        }
+        reply_error(ctx, r.error());
+        return;
+    }
+    json::array items;
+    for (const auto& v : r->items) {
+        auto rec = wire::dead_letter(v.record);
+        rec["subscriptionId"] = id;
+        json::object item{{"deadLetter", std::move(rec)}};
+        if (v.replay) {
+            item["replay"] = wire::delivery_summary(*v.replay);
+        }
+        items.push_back(std::move(item));
+    }
+    json::object body{{"deadLetters", std::move(items)}};
+    if (!r->next_cursor.empty()) {
+        body["nextCursor"] = r->next_cursor;
+    }
+    auto res = http_response::json(200, json::serialize(body));
     res.set_header("cache-control", "no-store");
     ctx.sink->send(std::move(res));
 }

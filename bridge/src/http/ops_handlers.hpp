@@ -16,5 +16,9 @@ void replay_job(http_api::context& ctx, bridge_port& bridge);
 void metrics(http_api::context& ctx, bridge_port& bridge);
 // GET /v1/ops/subscriptions (the dashboard's list: counts and newest delivery per subscription)
 void overview(http_api::context& ctx, bridge_port& bridge);
+// GET /v1/runs?subscriptionId=&workflowId=&status=&from=&to=&limit=&cursor= 
+void list_runs(http_api::context& ctx, bridge_port& bridge);
+// GET /v1/ops/subscriptions/{subscriptionId}/dead-letters: dead letters with their replay state
+void dead_letters_view(http_api::context& ctx, bridge_port& bridge);
 
 } // namespace wopbridge::http::ops

@@ -7,7 +7,7 @@ namespace wopbridge::http {
 
 namespace {
 
-constexpr std::array<route, 33> routes{{
+constexpr std::array<route, 35> routes{{
     {"GET", "/.well-known/openwop", route_id::well_known, false, ""},
     {"GET", "/v1/openapi.json", route_id::openapi, false, ""},
     {"GET", "/healthz", route_id::healthz, false, ""},
@@ -31,6 +31,8 @@ constexpr std::array<route, 33> routes{{
     {"GET", "/v1/replay-jobs/{jobId}", route_id::replay_job_get, true, "webhooks:manage"},
     {"GET", "/metrics", route_id::metrics, false, ""},
     {"GET", "/v1/ops/subscriptions", route_id::subscriptions_overview, true, "webhooks:manage"},
+    {"GET", "/v1/ops/subscriptions/{subscriptionId}/dead-letters",
+     route_id::subscription_dead_letters_view, true, "webhooks:manage"},
     {"GET", "/ui", route_id::ui_index, false, ""},
     {"GET", "/ui/", route_id::ui_index, false, ""},
     {"GET", "/ui/{asset}", route_id::ui_asset, false, ""},
@@ -45,6 +47,7 @@ constexpr std::array<route, 33> routes{{
     {"DELETE", "/v1/webhooks/{webhookId}", route_id::webhook_delete, true, "webhooks:manage"},
     {"GET", "/v1/webhooks/{webhookId}/dead-letters", route_id::webhook_dead_letters, true,
      "webhooks:manage"},
+    {"GET", "/v1/runs", route_id::run_list, true, "runs:read"},
     {"GET", "/v1/runs/{runId}", route_id::run_get, true, "runs:read"},
     {"GET", "/v1/runs/{runId}/events/poll", route_id::run_events_poll, true, "runs:read"},
     {"GET", "/v1/runs/{runId}/events", route_id::run_events_stream, true, "runs:read"},

@@ -43,6 +43,9 @@ enum class route_id {
     subscriptions_overview,
     ui_index,
     ui_asset,
+    // appended: the run listing (run_list_handlers.cpp) and dead letters with their replays
+    run_list,
+    subscription_dead_letters_view,
 };
 
 struct route {

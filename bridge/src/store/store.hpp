@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -242,6 +243,26 @@ struct replay_job_update {
     millis expires_at = 0;
 };
 
+// ---- operator views: the run listing (appended) ----------------------------------------------------
+
+// Where a page of runs ends: the next page holds runs strictly older in (created_at, id) order.
+struct run_position {
+    millis created_at = 0;
+    std::string id;
+};
+
+// A filtered read of one tenant's runs, newest first ((created_at, id) descending).
+struct run_query {
+    std::string tenant;
+    std::string subscription_id;       // "" = any
+    std::string workflow_id;           // "" = any
+    std::optional<run_status> status;  // none = any
+    millis created_from = 0;           // created_at >= created_from
+    millis created_to = std::numeric_limits<millis>::max(); // created_at <= created_to
+    std::optional<run_position> before; // the previous page's last run
+    int limit = 50;
+};
+
 // ---- the interface --------------------------------------------------------------------------------
 
 class store {
@@ -447,6 +468,20 @@ public:
     // Delivery counts per subscription (only subscriptions with deliveries or dead letters appear).
     // A read: metrics gauges and the dashboard overview call it on every scrape / refresh.
     virtual result<std::vector<subscription_delivery_stats>> delivery_stats(millis /*now*/) {
+        return make_error_code(errc::unsupported);
+    }
+
+    // ---- operator views: runs and replays (appended; backends without them: unsupported) ----
+    // Up to q.limit runs of q.tenant matching the filters, newest first. A run started by a
+    // dead-letter replay has replay_of_attempt_event_id set (from its delivery's dedup key).
+    virtual result<std::vector<run_record>> list_runs(const run_query& /*q*/) {
+        return make_error_code(errc::unsupported);
+    }
+    // The deliveries of a subscription that hold these dedup keys (a dead letter's replay holds
+    // "replay:<attemptEventId>"), by dedup key; keys without a delivery are absent.
+    virtual result<std::map<std::string, delivery>>
+    deliveries_by_dedup_key(const std::string& /*subscription_id*/,
+                            const std::vector<std::string>& /*dedup_keys*/) {
         return make_error_code(errc::unsupported);
     }
 

@@ -206,6 +206,14 @@ std::string state_change_payload_json(const state_change& c) {
     return boost::json::serialize(o);
 }
 
+std::string replay_of_dedup_key(std::string_view dedup_key) {
+    constexpr std::string_view prefix = "replay:";
+    if (dedup_key.size() > prefix.size() && dedup_key.substr(0, prefix.size()) == prefix) {
+        return std::string(dedup_key.substr(prefix.size()));
+    }
+    return {};
+}
+
 std::string encode_cursor(std::string_view collection, std::string_view subscription_id,
                           std::int64_t key) {
     boost::json::object o;

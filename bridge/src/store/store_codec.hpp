@@ -44,6 +44,10 @@ std::string attempt_payload_json(const delivery_attempt& a);
 // {"subscriptionId","source","fromState","toState"[,"reason"]}
 std::string state_change_payload_json(const state_change& c);
 
+// The attempt event id a dead-letter replay's delivery carries in its dedup key
+// ("replay:<attemptEventId>", delivery/delivery_engine.hpp); "" for any other key.
+std::string replay_of_dedup_key(std::string_view dedup_key);
+
 // Opaque page cursor: base64url of {"c": collection, "s": subscription id, "k": last sort key}.
 std::string encode_cursor(std::string_view collection, std::string_view subscription_id,
                           std::int64_t key);

@@ -82,6 +82,20 @@ TEST_F(RouterTest, OnlyIngestAndDiscoveryAreUnauthenticated) {
     }
 }
 
+TEST_F(RouterTest, RunListingAndDeadLetterViewAreRoutedApartFromTheirNeighbours) {
+    auto list = match("GET", "/v1/runs");
+    ASSERT_EQ(list.status, 200);
+    EXPECT_EQ(list.matched->id, route_id::run_list);
+    EXPECT_EQ(list.matched->scope, "runs:read");
+    EXPECT_EQ(match("GET", "/v1/runs/run_1").matched->id, route_id::run_get);
+    EXPECT_EQ(match("POST", "/v1/runs").status, 405);
+    auto view = match("GET", "/v1/ops/subscriptions/sub_1/dead-letters");
+    ASSERT_EQ(view.status, 200);
+    EXPECT_EQ(view.matched->id, route_id::subscription_dead_letters_view);
+    EXPECT_EQ(view.matched->scope, "webhooks:manage");
+    EXPECT_EQ(view.params.at("subscriptionId"), "sub_1");
+}
+
 // The config loader refuses any scope outside core/scopes.hpp, so every route's scope must be one.
 TEST_F(RouterTest, EveryRouteScopeIsAKnownScope) {
     for (const auto& r : route_table()) {

@@ -115,7 +115,8 @@ TEST_F(WireShapesTest, AllSchemasLoad) {
           "v2/trigger-event.schema.json", "v2/webhook-delivery.schema.json",
           "wopbridge/error-envelope.schema.json", "wopbridge/ingest-response.schema.json",
           "wopbridge/registration-response.schema.json", "wopbridge/deliveries-page.schema.json",
-          "wopbridge/capabilities-extensions.schema.json"}) {
+          "wopbridge/capabilities-extensions.schema.json", "wopbridge/runs-page.schema.json",
+          "wopbridge/dead-letters-view.schema.json"}) {
         EXPECT_TRUE(sc.project().contains(name)) << name;
     }
 }
@@ -401,6 +402,41 @@ TEST_F(WireShapesTest, DeliveriesPage) {
         "subscriptionId":"sub_1","status":"pending","attempts":0,
         "receivedAt":"2026-11-30T05:44:31Z","body":"{}"}]})"),
                                ref, "/deliveries/0/body"));
+}
+
+TEST_F(WireShapesTest, RunsPage) {
+    const char* ref = "wopbridge/runs-page.schema.json";
+    EXPECT_TRUE(expect_valid(R"({"runs":[{"runId":"run_1","workflowId":"wf","status":"completed",
+        "createdAt":"2026-11-30T05:44:31Z","updatedAt":"2026-11-30T05:44:32Z",
+        "subscriptionId":"sub_1","deliveryId":"dlv_1",
+        "replayOf":{"subscriptionId":"sub_1","attemptEventId":"evt_1"}}],"nextCursor":"c1"})",
+                             ref));
+    EXPECT_TRUE(expect_valid(R"({"runs":[]})", ref));
+    EXPECT_TRUE(expect_invalid(json::parse(R"({"runs":[{"runId":"run_1","workflowId":"wf",
+        "status":"done","createdAt":"2026-11-30T05:44:31Z","updatedAt":"2026-11-30T05:44:32Z",
+        "subscriptionId":"sub_1","deliveryId":"dlv_1"}]})"),
+                               ref, "/runs/0/status"));
+    EXPECT_TRUE(expect_invalid(json::parse(R"({"runs":[],"items":[]})"), ref));
+}
+
+TEST_F(WireShapesTest, DeadLettersView) {
+    const char* ref = "wopbridge/dead-letters-view.schema.json";
+    const std::string dl = R"({"subscriptionId":"sub_1","attemptEventId":"evt_1",
+        "attempt":{"subscriptionId":"sub_1","dedupKey":"dk_1","attempt":3,
+        "outcome":"dead-lettered"},"reason":"retries_exhausted",
+        "deadLetteredAt":"2026-11-30T05:44:31Z","expiresAt":"2026-12-07T05:44:31Z"})";
+    EXPECT_TRUE(expect_valid(std::string_view(R"({"deadLetters":[{"deadLetter":)" + dl +
+                                 R"(,"replay":{"deliveryId":"dlv_2","subscriptionId":"sub_1",
+        "status":"held","attempts":0,"runId":"run_2","receivedAt":"2026-11-30T06:00:00Z"}}]})"),
+                             ref));
+    EXPECT_TRUE(
+        expect_valid(std::string_view(R"({"deadLetters":[{"deadLetter":)" + dl + "}]}"), ref));
+    EXPECT_TRUE(expect_invalid(json::parse(R"({"deadLetters":[{"deadLetter":)" + dl +
+                                           R"(,"replay":{"deliveryId":"dlv_2",
+        "subscriptionId":"sub_1","status":"replayed","attempts":0,
+        "receivedAt":"2026-11-30T06:00:00Z"}}]})"),
+                               ref, "/deadLetters/0/replay/status"));
+    EXPECT_TRUE(expect_invalid(json::parse(R"({"deadLetters":[{"replay":{}}]})"), ref));
 }
 
 // ---- v2 in-run and outbound shapes --------------------------------------------------------------

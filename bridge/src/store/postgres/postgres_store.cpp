@@ -440,6 +440,85 @@ class postgres_store final : public store {
         });
     }
 
+    // ---- operator views: runs and replays ----
+
+    result<std::vector<run_record>> list_runs(const run_query& q) override {
+        const std::int64_t before_t =
+            q.before ? q.before->created_at : std::numeric_limits<std::int64_t>::max();
+        return read([&](connection& c) -> result<std::vector<run_record>> {
+            // The join reads the delivery's dedup key: a replay's is "replay:<attemptEventId>".
+            auto r = c.exec(
+                "SELECT r.id, r.tenant, r.workflow_id, r.subscription_id, r.delivery_id, r.status, "
+                "r.upstream_run_id, r.created_at, r.updated_at, COALESCE(d.dedup_key, '') "
+                "FROM runs r LEFT JOIN deliveries d ON d.id = r.delivery_id "
+                "WHERE r.tenant = $1 AND ($2::text = '' OR r.subscription_id = $2::text) "
+                "AND ($3::text = '' OR r.workflow_id = $3::text) "
+                "AND ($4::text = '' OR r.status = $4::text) "
+                "AND r.created_at >= $5::bigint AND r.created_at <= $6::bigint "
+                "AND (r.created_at < $7::bigint OR (r.created_at = $7::bigint AND r.id < $8::text)) "
+                "ORDER BY r.created_at DESC, r.id DESC LIMIT $9::bigint",
+                {p(q.tenant), p(q.subscription_id), p(q.workflow_id),
+                 p(q.status ? codec::name_of(*q.status) : std::string_view()),
+                 p(static_cast<std::int64_t>(q.created_from)),
+                 p(static_cast<std::int64_t>(q.created_to)), p(before_t),
+                 p(q.before ? std::string_view(q.before->id) : std::string_view()),
+                 p(std::max(1, q.limit))});
+            if (!r) {
+                return r.error();
+            }
+            std::vector<run_record> out;
+            for (int i = 0; i < r->size(); ++i) {
+                auto run = read_run(*r, i);
+                if (!run) {
+                    return run.error();
+                }
+                run->replay_of_attempt_event_id = codec::replay_of_dedup_key(r->text(i, 9));
+                out.push_back(std::move(*run));
+            }
+            return out;
+        });
+    }
+
+    result<std::map<std::string, delivery>>
+    deliveries_by_dedup_key(const std::string& subscription_id,
+                            const std::vector<std::string>& keys) override {
+        return read([&](connection& c) -> result<std::map<std::string, delivery>> {
+            std::map<std::string, delivery> out;
+            if (keys.empty()) {
+                return out;
+            }
+            // One round trip for the page: the keys as a text array.
+            std::string array = "{";
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                array += i ? ",\"" : "\"";
+                for (char ch : keys[i]) {
+                    if (ch == '"' || ch == '\\') {
+                        array += '\\';
+                    }
+                    array += ch;
+                }
+                array += '"';
+            }
+            array += '}';
+            auto r = c.exec("SELECT " WB_DLV_COLS " FROM dedup x "
+                            "JOIN deliveries d ON d.id = x.delivery_id "
+                            "WHERE x.subscription_id = $1 AND x.dedup_key = ANY($2::text[])",
+                            {p(subscription_id), p(array)});
+            if (!r) {
+                return r.error();
+            }
+            for (int i = 0; i < r->size(); ++i) {
+                auto d = read_delivery(*r, i);
+                if (!d) {
+                    return d.error();
+                }
+                auto key = d->dedup_key;
+                out.emplace(std::move(key), std::move(*d));
+            }
+            return out;
+        });
+    }
+
     result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
                                             const std::string& replacement) override {
         const subscription_forget forget{*this, id};

@@ -483,6 +483,80 @@ class sqlite_store final : public store {
         });
     }
 
+    // ---- operator views: runs and replays ----
+
+    result<std::vector<run_record>> list_runs(const run_query& q) override {
+        const millis before_t =
+            q.before ? q.before->created_at : std::numeric_limits<std::int64_t>::max();
+        // Owned strings: an empty std::string_view() would bind NULL, and NULL = '' is not true.
+        const std::string status(q.status ? codec::name_of(*q.status) : std::string_view());
+        const std::string before_id = q.before ? q.before->id : std::string();
+        return read_transaction([&]() -> result<std::vector<run_record>> {
+            // The join reads the delivery's dedup key: a replay's is "replay:<attemptEventId>".
+            auto st = reader_->prepare(
+                "SELECT r.id, r.tenant, r.workflow_id, r.subscription_id, r.delivery_id, r.status, "
+                "r.upstream_run_id, r.created_at, r.updated_at, COALESCE(d.dedup_key, '') "
+                "FROM runs r LEFT JOIN deliveries d ON d.id = r.delivery_id "
+                "WHERE r.tenant = ?1 AND (?2 = '' OR r.subscription_id = ?2) "
+                "AND (?3 = '' OR r.workflow_id = ?3) AND (?4 = '' OR r.status = ?4) "
+                "AND r.created_at >= ?5 AND r.created_at <= ?6 "
+                "AND (r.created_at < ?7 OR (r.created_at = ?7 AND r.id < ?8)) "
+                "ORDER BY r.created_at DESC, r.id DESC LIMIT ?9");
+            st.bind(1, q.tenant)
+                .bind(2, q.subscription_id)
+                .bind(3, q.workflow_id)
+                .bind(4, status)
+                .bind(5, q.created_from)
+                .bind(6, q.created_to)
+                .bind(7, before_t)
+                .bind(8, before_id)
+                .bind(9, std::max(1, q.limit));
+            std::vector<run_record> out;
+            for (;;) {
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (!*row) {
+                    break;
+                }
+                auto r = read_run(st);
+                if (!r) {
+                    return r.error();
+                }
+                r->replay_of_attempt_event_id = codec::replay_of_dedup_key(st.text(9));
+                out.push_back(std::move(*r));
+            }
+            return out;
+        });
+    }
+
+    result<std::map<std::string, delivery>>
+    deliveries_by_dedup_key(const std::string& subscription_id,
+                            const std::vector<std::string>& keys) override {
+        return read_transaction([&]() -> result<std::map<std::string, delivery>> {
+            std::map<std::string, delivery> out;
+            for (const auto& key : keys) {
+                auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM dedup x "
+                                           "JOIN deliveries d ON d.id = x.delivery_id "
+                                           "WHERE x.subscription_id = ?1 AND x.dedup_key = ?2");
+                st.bind(1, subscription_id).bind(2, key);
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (*row) {
+                    auto d = read_delivery(st);
+                    if (!d) {
+                        return d.error();
+                    }
+                    out.emplace(key, std::move(*d));
+                }
+            }
+            return out;
+        });
+    }
+
     result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
                                             const std::string& replacement) override {
         const subscription_forget forget{*this, id};
