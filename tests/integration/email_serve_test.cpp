@@ -16,6 +16,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -113,6 +114,34 @@ protected:
     std::unique_ptr<serve_probe> probe_;
     int smtp_port_ = 0;
 };
+
+TEST_F(EmailServeTest, ConnectorLogLinesHaveTheHostsShapeWithoutDoubleEncoding) {
+    // Every line of the service log is one JSON object {"ts","level","event",...}; the module's
+    // own fields are fields of that object, not JSON text inside a string.
+    std::istringstream lines(read_text_file(dir_.file("serve.log")));
+    std::string line;
+    bool saw_listening = false;
+    while (std::getline(lines, line)) {
+        if (line.empty()) {
+            continue;
+        }
+        boost::system::error_code ec;
+        auto v = boost::json::parse(line, ec);
+        ASSERT_FALSE(ec) << line;
+        ASSERT_TRUE(v.is_object()) << line;
+        const auto& o = v.as_object();
+        EXPECT_TRUE(o.contains("ts") && o.contains("level") && o.contains("event")) << line;
+        if (o.contains("msg")) {
+            EXPECT_NE(o.at("msg").as_string().c_str()[0], '{') << line;
+        }
+        if (o.contains("event") && o.at("event") == "smtp.listening") {
+            saw_listening = true;
+            EXPECT_TRUE(o.at("port").is_int64()) << line;
+            EXPECT_TRUE(o.contains("connector")) << line;
+        }
+    }
+    EXPECT_TRUE(saw_listening);
+}
 
 TEST_F(EmailServeTest, PlainMessageIsAcknowledgedAfterTheCommitAndStartsOneRun) {
     auto r = send({{"rcpt", json::array{"support@example.test"}},

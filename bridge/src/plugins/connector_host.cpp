@@ -2,6 +2,8 @@
 #include "plugins/settings_schemas.hpp"
 
 #include "core/blob_store.hpp"
+#include "core/clock.hpp"
+#include "core/log.hpp"
 
 #include "wopbridge/connector.h"
 
@@ -362,10 +364,36 @@ struct connector_host::impl {
 
     // ---- logging -------------------------------------------------------------------------------
 
+    // One log shape for the host and its modules: {"ts","level","event",...fields,"connector"}.
+    // A module that logs a JSON object with an "event" gives its fields (the host's ts, level
+    // and connector win); any other message is {"event":"connector.log","msg":…}.
     void emit_log(std::string_view level, std::string_view connector, std::string_view msg) {
         constexpr std::size_t max_msg = 4096;
-        boost::json::object line{
-            {"level", level}, {"connector", connector}, {"msg", msg.substr(0, max_msg)}};
+        if (!options.log_sink && !log_enabled(level)) {
+            return;
+        }
+        boost::json::object line{{"ts", format_iso8601(system_clock_source{}.now_ms())},
+                                 {"level", level}};
+        boost::system::error_code ec;
+        boost::json::value parsed;
+        if (msg.size() <= max_msg && !msg.empty() && msg.front() == '{') {
+            parsed = boost::json::parse(msg, ec);
+        }
+        const boost::json::value* event =
+            !ec && parsed.is_object() ? parsed.as_object().if_contains("event") : nullptr;
+        if (event && event->is_string() && !event->as_string().empty()) {
+            line["event"] = *event;
+            for (const auto& kv : parsed.as_object()) {
+                if (kv.key() != "event" && kv.key() != "ts" && kv.key() != "level" &&
+                    kv.key() != "connector") {
+                    line[kv.key()] = kv.value();
+                }
+            }
+        } else {
+            line["event"] = "connector.log";
+            line["msg"] = msg.substr(0, max_msg);
+        }
+        line["connector"] = connector;
         const std::string text = boost::json::serialize(line);
         if (options.log_sink) {
             try {
