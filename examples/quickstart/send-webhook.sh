@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Signs a JSON body the Standard Webhooks way with openssl, posts it to the partner-hooks ingest URL
 # with curl, then prints the run's event log (note run.started.causationId).
-# Usage: send-webhook.sh [json-body]   (needs PARTNER_WHSEC and WOPBRIDGE_API_KEY in the environment)
+# Usage: send-webhook.sh [json-body]   (needs PARTNER_WHSEC and WOPBRIDGE_API_KEY in the environment;
+# WOPBRIDGE_URL picks the bridge, WEBHOOK_ID a webhook-id to send again)
 set -euo pipefail
 base="${WOPBRIDGE_URL:-http://127.0.0.1:8080}"
 body="${1:-{\"ticket\":42,\"text\":\"printer on fire\"\}}"
-id="msg_$(openssl rand -hex 12)"
+id="${WEBHOOK_ID:-msg_$(openssl rand -hex 12)}"
 ts="$(date +%s)"
 key_hex=$(printf '%s' "${PARTNER_WHSEC#whsec_}" | base64 -d | od -An -tx1 | tr -d ' \n')
 sig=$(printf '%s' "$id.$ts.$body" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$key_hex" -binary | base64)
