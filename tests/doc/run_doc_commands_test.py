@@ -21,8 +21,8 @@ def sh(*lines, marker=None):
 
 CASES = [
     ("a plain block runs", True, None,
-     doc("# t", "", sh("echo hello", "test -f README.md"))),
-    ("a failing command fails the doc", False, "README.md:3: a command failed",
+     doc("# t", "", sh("echo hello", "test -f selftest.md"))),
+    ("a failing command fails the doc", False, "selftest.md:3: a command failed",
      doc("# t", "", sh("true", "false", "echo never"))),
     ("an unset variable fails the doc", False, "a command failed",
      doc("# t", "", sh('echo "$NOT_SET_ANYWHERE"'))),
@@ -82,10 +82,13 @@ def main():
         for i, (name, ok, needle, text) in enumerate(CASES):
             src = os.path.join(tmp, "src%d" % i)
             os.makedirs(os.path.join(src, "examples"))
-            with open(os.path.join(src, "README.md"), "w") as f:
+            with open(os.path.join(src, "selftest.md"), "w") as f:
                 f.write(text)
+            # TMPDIR: the scratch copies a failing doc keeps go with this directory.
+            env = dict(os.environ, TMPDIR=tmp)
             r = subprocess.run([sys.executable, RUNNER, "--source-dir", src, "--build-dir", build,
-                                "README.md"], capture_output=True, text=True, timeout=120)
+                                "selftest.md"], capture_output=True, text=True, timeout=120,
+                               env=env)
             out = r.stdout + r.stderr
             good = (r.returncode == 0) == ok and (needle is None or needle in out)
             print("%s %s" % ("ok  " if good else "FAIL", name))
