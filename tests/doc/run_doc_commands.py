@@ -83,7 +83,6 @@ def parse_marker(block, spec, where):
         block.kinds.add("skip")
         block.reason = reason
         return
-    rest = spec
     for m in OPTION.finditer(spec):
         value = m.group(2) if m.group(2) is not None else m.group(3)
         block.options[m.group(1)] = value.replace('\\"', '"')
@@ -138,7 +137,8 @@ def parse(path, display):
             raise DocError("%s:%d: an indented code block; fence commands with ```sh (and other "
                            "text with ``` or ```yaml…) so the doc test sees them" % (display, n))
         if pending:
-            raise DocError("%s: a doc-test marker must sit right above a ```sh block" % pending[0][0])
+            raise DocError("%s: a doc-test marker must sit right above a ```sh block"
+                           % pending[0][0])
         prev_blank = False
     if fence is not None:
         raise DocError("%s:%d: unclosed code fence" % (display, start))
@@ -335,7 +335,9 @@ def copy_tree(source, dest, build):
 
 
 def show(title, text):
-    sys.stdout.write("---- %s\n%s" % (title, text if text.endswith("\n") or not text else text + "\n"))
+    if text and not text.endswith("\n"):
+        text += "\n"
+    sys.stdout.write("---- %s\n%s" % (title, text))
     sys.stdout.flush()
 
 
