@@ -34,7 +34,9 @@ grep -h 'nats' "$work/serve.log" | tail -n 3 || true
 "$js" publish orders.created '{"customer":"c-43","total":12.0,"note":"gift wrap"}'
 "$js" publish orders.cancelled '{"customer":"c-42"}'
 
-api() { curl -fsS -H "authorization: Bearer $WOPBRIDGE_API_KEY" "http://127.0.0.1:8080$1"; }
+# The bridge listens on $WOPBRIDGE_LISTEN when set (serve honours it), else the config's 8080.
+url="${WOPBRIDGE_URL:-http://127.0.0.1:8080}"
+api() { curl -fsS -H "authorization: Bearer $WOPBRIDGE_API_KEY" "$url$1"; }
 for _ in $(seq 100); do
   n=$(api /v1/trigger-subscriptions/orders/deliveries | grep -o '"status":"delivered"' | wc -l)
   [ "$n" -ge 3 ] && break; sleep 0.1
