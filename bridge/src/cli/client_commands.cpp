@@ -46,6 +46,7 @@ const char* help_for(const std::string& group) {
            "                      [--from RFC3339] [--to RFC3339] [--limit N] [--cursor C] "
            "[options]\n"
            "       wopbridge runs show RUN_ID [options]\n"
+           "       wopbridge runs output RUN_ID [options]   a local workflow command's output\n"
            "  list: newest first; S is pending|running|completed|failed; when more runs match,\n"
            "  the next page's --cursor is printed on stderr\n";
 }
@@ -432,6 +433,14 @@ int runs_list(const client_options& o, const arg_parser& p) {
 int runs(const client_options& o, const std::vector<std::string>& pos, const arg_parser& p) {
     if (pos.empty() || (pos.size() == 1 && pos[0] == "list")) {
         return runs_list(o, p);
+    }
+    if (pos.size() == 2 && pos[0] == "output") {
+        auto out = http_call(o, "GET", "/v1/runs/" + path_segment(pos[1]) + "/output");
+        if (int rc = check(out); rc != ok) {
+            return rc;
+        }
+        std::fwrite(out.body.data(), 1, out.body.size(), stdout);
+        return ok;
     }
     if (pos.size() != 2 || pos[0] != "show") {
         std::fputs(help_for("runs"), stderr);

@@ -263,6 +263,25 @@ int run_serve(const std::vector<std::string>& args) {
             log_line("info", "attachments.purged", {{"files", *n}});
         }
     });
+    if (const std::string out_dir = run_output_directory(cfg); !out_dir.empty()) {
+        // Run output logs follow the attachments' retention (the last write's mtime counts).
+        b->add_housekeeping_task([out_dir, keep = cfg.attachments.retention_ms](millis) {
+            std::error_code ec;
+            const auto cutoff = std::filesystem::file_time_type::clock::now() -
+                                std::chrono::milliseconds(keep);
+            int removed = 0;
+            for (const auto& e : std::filesystem::directory_iterator(out_dir, ec)) {
+                std::error_code fe;
+                if (e.path().extension() == ".log" && e.is_regular_file(fe) &&
+                    e.last_write_time(fe) < cutoff && std::filesystem::remove(e.path(), fe)) {
+                    ++removed;
+                }
+            }
+            if (removed > 0) {
+                log_line("info", "run_output.purged", {{"files", removed}});
+            }
+        });
+    }
 
     std::unique_ptr<bridge_submit_sink> sink;
     std::unique_ptr<connector_host> host;
@@ -339,6 +358,7 @@ int run_serve(const std::vector<std::string>& args) {
     ao.per_subscription = cfg.server.per_subscription;
     ao.per_source_address = cfg.server.per_source_address;
     ao.subscription_rate_limits = subscription_rate_limits(cfg);
+    ao.run_output_dir = run_output_directory(cfg);
     auto port = http::make_bridge_port(*b);
     http::http_api api(ao, *port, host.get(), srv.scheduler());
     if (auto r = srv.start(api); !r) {

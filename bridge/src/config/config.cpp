@@ -1190,11 +1190,28 @@ std::string run_working_directory(const config& c) {
     return c.base_dir.string();
 }
 
+std::string run_output_directory(const config& c) {
+    if (c.runs.mode != runs_config::mode_kind::local) {
+        return {};
+    }
+    const fs::path beside = c.store.backend == store_config::backend_kind::sqlite
+                                ? fs::path(c.store.sqlite_path).parent_path()
+                                : c.base_dir;
+    return (beside / "run-output").string();
+}
+
 std::unique_ptr<run_starter> make_run_starter(const config& c) {
     if (c.runs.mode == runs_config::mode_kind::upstream) {
         return make_upstream_run_starter(c.runs.upstream);
     }
-    return make_local_run_starter(c.runs.workflows, run_working_directory(c));
+    local_run_options o;
+    o.output_dir = run_output_directory(c);
+    // Owner only, like the store beside it: output may carry what the workflow printed of its input.
+    std::error_code ec;
+    if (fs::create_directories(o.output_dir, ec)) {
+        fs::permissions(o.output_dir, fs::perms::owner_all, ec);
+    }
+    return make_local_run_starter(c.runs.workflows, run_working_directory(c), o);
 }
 
 } // namespace wopbridge

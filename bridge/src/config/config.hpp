@@ -195,5 +195,8 @@ std::map<std::string, rate_limit> subscription_rate_limits(const config& c);
 std::string run_working_directory(const config& c);
 // The run starter the config asks for: local (workflows, run_working_directory) or upstream.
 std::unique_ptr<run_starter> make_run_starter(const config& c);
+// Where local workflow commands' output goes (<dir>/<run id>.log): run-output/ beside the SQLite
+// database (the config's directory with PostgreSQL); "" with an upstream run starter.
+std::string run_output_directory(const config& c);
 
 } // namespace wopbridge

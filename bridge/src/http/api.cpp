@@ -207,6 +207,7 @@ void http_api::dispatch(std::shared_ptr<context> ctx) {
         case route_id::ingest:
         case route_id::ingest_connector_path: ingest(ctx); return;
         case route_id::run_get: get_run(*ctx); return;
+        case route_id::run_output: get_run_output(*ctx); return;
         case route_id::run_events_poll: poll_events(ctx); return;
         case route_id::run_events_stream: stream_events(ctx); return;
         case route_id::seam_deliver: seam_deliver(*ctx); return;

@@ -41,6 +41,8 @@ struct api_options {
     rate_limit per_subscription;
     rate_limit per_source_address;
     std::map<std::string, rate_limit> subscription_rate_limits; // subscriptions[].rateLimit
+    // Where the local run ledger writes each command's output (<dir>/<run id>.log); "" = none.
+    std::string run_output_dir;
 };
 
 class http_api final : public request_handler {
@@ -88,6 +90,7 @@ private:
     void ingest(std::shared_ptr<context> ctx);
     // run_handlers.cpp
     void get_run(context& ctx);
+    void get_run_output(context& ctx);
     void poll_events(std::shared_ptr<context> ctx);
     void stream_events(std::shared_ptr<context> ctx);
     // seam_handlers.cpp

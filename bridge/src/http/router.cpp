@@ -7,7 +7,7 @@ namespace wopbridge::http {
 
 namespace {
 
-constexpr std::array<route, 35> routes{{
+constexpr std::array<route, 36> routes{{
     {"GET", "/.well-known/openwop", route_id::well_known, false, ""},
     {"GET", "/v1/openapi.json", route_id::openapi, false, ""},
     {"GET", "/healthz", route_id::healthz, false, ""},
@@ -51,6 +51,7 @@ constexpr std::array<route, 35> routes{{
     {"GET", "/v1/runs/{runId}", route_id::run_get, true, "runs:read"},
     {"GET", "/v1/runs/{runId}/events/poll", route_id::run_events_poll, true, "runs:read"},
     {"GET", "/v1/runs/{runId}/events", route_id::run_events_stream, true, "runs:read"},
+    {"GET", "/v1/runs/{runId}/output", route_id::run_output, true, "runs:read"},
     {"POST", "/v1/host/sample/trigger-bridge/deliver", route_id::seam_deliver, true, "runs:create",
      false, true},
     {"GET", "/v1/host/sample/test/runs/{runId}/events", route_id::seam_events, true, "runs:read",

@@ -27,6 +27,7 @@ enum class route_id {
     run_get,
     run_events_poll,
     run_events_stream,
+    run_output,
     seam_deliver,
     seam_events,
     seam_reset,

@@ -7,6 +7,9 @@
 
 #include <boost/json/array.hpp>
 
+#include <fstream>
+#include <sstream>
+
 namespace wopbridge::http {
 
 namespace json = boost::json;
@@ -61,6 +64,27 @@ void http_api::get_run(context& ctx) {
         return;
     }
     detail::reply_json(ctx, 200, wire::run_snapshot(*r));
+}
+
+// A local workflow command's stdout and stderr, as captured (bounded by the run starter); empty for
+// a run that ran no command. Tenant-scoped like the run itself.
+void http_api::get_run_output(context& ctx) {
+    auto r = bridge_.get_run(ctx.who.tenant, ctx.param("runId"));
+    if (!r) {
+        detail::reply_error(ctx, r.error());
+        return;
+    }
+    http_response res;
+    res.status = 200;
+    res.set_header("content-type", "text/plain; charset=utf-8");
+    res.set_header("cache-control", "no-store");
+    if (!opts_.run_output_dir.empty()) {
+        std::ifstream in(opts_.run_output_dir + "/" + r->id + ".log", std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        res.body = text.str();
+    }
+    ctx.sink->send(std::move(res));
 }
 
 // ---- long poll -------------------------------------------------------------------------------------

@@ -186,6 +186,10 @@ private:
         pid_t pid = -1;
         int pidfd = -1;
         int stdin_fd = -1;
+        int out_fd = -1;  // the read end of the command's stdout/stderr, when captured
+        int log_fd = -1;  // the run's output log
+        std::size_t logged = 0;
+        bool truncated = false;
         std::string input;
         std::size_t written = 0;
         std::string run_id;
@@ -272,10 +276,31 @@ private:
         }
         ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
 
+        // The command's output: a pipe the reaper drains into the run's log file.
+        int out[2] = {-1, -1};
+        int log_fd = -1;
+        if (!opts_.output_dir.empty()) {
+            const std::string log_path = opts_.output_dir + "/" + req.run_id + ".log";
+            log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            if (log_fd < 0 || ::pipe2(out, O_CLOEXEC) != 0) {
+                if (log_fd >= 0) {
+                    ::close(log_fd);
+                }
+                ::close(fds[0]);
+                ::close(fds[1]);
+                err = "cannot create the run's output log in " + opts_.output_dir;
+                return false;
+            }
+            ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
+        }
+
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
-        if (!opts_.inherit_output) {
+        if (out[1] >= 0) {
+            posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+            posix_spawn_file_actions_adddup2(&fa, out[1], 2);
+        } else if (!opts_.inherit_output) {
             posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
             posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         }
@@ -296,7 +321,14 @@ private:
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         ::close(fds[0]);
+        if (out[1] >= 0) {
+            ::close(out[1]); // the child holds the write end now
+        }
         if (rc != 0) {
+            if (out[0] >= 0) {
+                ::close(out[0]);
+                ::close(log_fd);
+            }
             ::close(fds[1]);
             err = std::string("cannot start the workflow command: ") + std::strerror(rc);
             return false;
@@ -308,6 +340,10 @@ private:
             ::kill(-pid, SIGKILL);
             ::waitpid(pid, nullptr, 0);
             ::close(fds[1]);
+            if (out[0] >= 0) {
+                ::close(out[0]);
+                ::close(log_fd);
+            }
             err = "cannot watch the workflow command (pidfd_open failed)";
             return false;
         }
@@ -316,6 +352,8 @@ private:
         c.pid = pid;
         c.pidfd = pidfd;
         c.stdin_fd = fds[1];
+        c.out_fd = out[0];
+        c.log_fd = log_fd;
         c.input = req.trigger_event_json;
         c.run_id = req.run_id;
         c.deadline = steady::now() + std::chrono::milliseconds(wf.timeout_ms);
@@ -338,17 +376,22 @@ private:
         std::unique_lock lock(mu_);
         while (!quit_) {
             std::vector<pollfd> pfds;
-            std::vector<std::pair<pid_t, bool>> owners; // (pid, is_stdin)
+            enum class fd_role { exit, input, output };
+            std::vector<std::pair<pid_t, fd_role>> owners;
             pfds.push_back({wake_fd_, POLLIN, 0});
-            owners.emplace_back(-1, false);
+            owners.emplace_back(-1, fd_role::exit);
             auto now = steady::now();
             std::optional<steady::time_point> next;
             for (auto& [pid, c] : children_) {
                 pfds.push_back({c.pidfd, POLLIN, 0});
-                owners.emplace_back(pid, false);
+                owners.emplace_back(pid, fd_role::exit);
                 if (c.stdin_fd >= 0) {
                     pfds.push_back({c.stdin_fd, POLLOUT, 0});
-                    owners.emplace_back(pid, true);
+                    owners.emplace_back(pid, fd_role::input);
+                }
+                if (c.out_fd >= 0) {
+                    pfds.push_back({c.out_fd, POLLIN, 0});
+                    owners.emplace_back(pid, fd_role::output);
                 }
                 auto t = c.term_sent ? c.kill_at : c.deadline;
                 if (!next || t < *next) {
@@ -376,8 +419,12 @@ private:
                     continue;
                 }
                 child& c = it->second;
-                if (owners[i].second) {
+                if (owners[i].second == fd_role::input) {
                     write_input(c);
+                    continue;
+                }
+                if (owners[i].second == fd_role::output) {
+                    drain_output(c, opts_.max_output_bytes);
                     continue;
                 }
                 int status = 0;
@@ -388,6 +435,7 @@ private:
                 int code = WIFEXITED(status) ? WEXITSTATUS(status)
                                              : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1);
                 done.push_back({c.run_id, !c.timed_out && WIFEXITED(status) && code == 0, code});
+                drain_output(c, opts_.max_output_bytes); // what it wrote last is in the pipe
                 close_child(c);
                 children_.erase(it);
             }
@@ -440,7 +488,47 @@ private:
         c.input.clear();
     }
 
+    // Reads what the command wrote (until the pipe is empty or closed) into its log, up to `limit`
+    // bytes; past it, one truncation line, and the rest is read and dropped.
+    static void drain_output(child& c, std::size_t limit) {
+        char buf[65536];
+        while (c.out_fd >= 0) {
+            ssize_t n = ::read(c.out_fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0 && errno == EAGAIN) {
+                return;
+            }
+            if (n <= 0) {
+                ::close(c.out_fd); // every writer is gone (or the pipe failed)
+                c.out_fd = -1;
+                return;
+            }
+            const auto room = limit > c.logged ? limit - c.logged : 0;
+            const auto keep = std::min<std::size_t>(room, static_cast<std::size_t>(n));
+            if (keep > 0 && c.log_fd >= 0) {
+                [[maybe_unused]] auto w = ::write(c.log_fd, buf, keep);
+            }
+            c.logged += keep;
+            if (keep < static_cast<std::size_t>(n) && !c.truncated && c.log_fd >= 0) {
+                c.truncated = true;
+                const std::string note =
+                    "\n[wopbridge: output truncated at " + std::to_string(limit) + " bytes]\n";
+                [[maybe_unused]] auto w = ::write(c.log_fd, note.data(), note.size());
+            }
+        }
+    }
+
     static void close_child(child& c) {
+        if (c.out_fd >= 0) {
+            ::close(c.out_fd);
+            c.out_fd = -1;
+        }
+        if (c.log_fd >= 0) {
+            ::close(c.log_fd);
+            c.log_fd = -1;
+        }
         if (c.stdin_fd >= 0) {
             ::close(c.stdin_fd);
             c.stdin_fd = -1;

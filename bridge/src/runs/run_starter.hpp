@@ -84,6 +84,11 @@ std::unique_ptr<run_starter> make_upstream_run_starter(upstream_options opts);
 // Added (config helper): knobs of the local starter beyond the workflows.
 struct local_run_options {
     bool inherit_output = true;        // false = the command's stdout/stderr go to /dev/null
+    // Non-empty: the command's stdout and stderr go to <output_dir>/<run id>.log (mode 0600), at
+    // most max_output_bytes of it (then one truncation line; the rest is read and dropped, so a
+    // chatty command never blocks or fails on its output). Wins over inherit_output.
+    std::string output_dir;
+    std::size_t max_output_bytes = 1024 * 1024;
     millis kill_grace_ms = 5 * 1000;   // SIGTERM -> SIGKILL after a timeout or at stop()
     millis stop_wait_ms = 10 * 1000;   // stop(): how long children may run on before SIGTERM
 };

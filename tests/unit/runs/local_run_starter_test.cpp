@@ -97,6 +97,43 @@ TEST_F(LocalRunStarterTest, LargeInputIsWrittenWithoutBlockingStart) {
     EXPECT_EQ(std::filesystem::file_size(out), req.trigger_event_json.size());
 }
 
+// Output capture (issue 19): stdout and stderr go to the run's own log, never the service's; past
+// the bound the rest is read and dropped, so the command neither blocks nor fails on its output.
+TEST_F(LocalRunStarterTest, OutputGoesToTheRunsLogUpToItsBound) {
+    local_run_options o;
+    o.output_dir = dir_.path().string();
+    o.max_output_bytes = 4096;
+    auto s = make({{"wf", {"/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2"}, {}, 10000},
+                   {"chatty",
+                    {"/bin/sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x; echo; exit 0"},
+                    {},
+                    10000}},
+                  o);
+    EXPECT_EQ(start_now(*s, request("run_out", "wf")).outcome, run_start_result::kind::started);
+    EXPECT_EQ(start_now(*s, request("run_chatty", "chatty")).outcome,
+              run_start_result::kind::started);
+    auto quiet = sink_.wait_for("run_out");
+    auto chatty = sink_.wait_for("run_chatty");
+    ASSERT_TRUE(quiet && chatty);
+    EXPECT_TRUE(quiet->succeeded);
+    EXPECT_TRUE(chatty->succeeded) << "a command past the output bound must not fail for it";
+    auto read = [&](const std::string& name) {
+        std::ifstream in(dir_.file(name));
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    };
+    const std::string log = read("run_out.log");
+    EXPECT_NE(log.find("to-stdout\n"), std::string::npos) << log;
+    EXPECT_NE(log.find("to-stderr\n"), std::string::npos) << log;
+    const std::string big = read("run_chatty.log");
+    EXPECT_EQ(big.substr(0, 4096), std::string(4096, 'x'));
+    EXPECT_EQ(big.substr(4096), "\n[wopbridge: output truncated at 4096 bytes]\n");
+    EXPECT_EQ(std::filesystem::status(dir_.file("run_out.log")).permissions() &
+                  std::filesystem::perms::mask,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
 TEST_F(LocalRunStarterTest, NonZeroExitIsReportedAsFailure) {
     auto s = make({{"wf", {"/bin/sh", "-c", "exit 3"}, {}, 10000}});
     EXPECT_EQ(start_now(*s, request("run_b", "wf")).outcome, run_start_result::kind::started);
