@@ -3,9 +3,11 @@
 // and the hello connector (exit 0: no check failed).
 #include "support/build_paths.hpp"
 #include "support/child_process.hpp"
+#include "wopbridge/connector.h"
 
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 namespace wopbridge::testing {
@@ -17,6 +19,17 @@ protected:
         return std::string(WOPBRIDGE_MODULE_DIR) + "/" + name + ".so";
     }
 };
+
+// One version source (CMake's project version) and, beside it, the connector ABI the host loads.
+TEST_F(ConnectorsCliTest, VersionNamesTheReleaseAndTheConnectorAbi) {
+    auto r = run_program({WOPBRIDGE_PROGRAM, "--version"});
+    EXPECT_EQ(r.exit_code, 0);
+    const std::string abi = "(connector ABI " + std::to_string(WOPBRIDGE_ABI_MAJOR) + "." +
+                            std::to_string(WOPBRIDGE_ABI_MINOR) + ")";
+    EXPECT_TRUE(std::regex_match(r.last_line, std::regex(R"(wopbridge [0-9]+\.[0-9]+\.[0-9]+ .*)")))
+        << r.last_line;
+    EXPECT_NE(r.last_line.find(abi), std::string::npos) << r.last_line;
+}
 
 TEST_F(ConnectorsCliTest, ConnectorsListsEveryBuiltModule) {
     auto run = run_program({WOPBRIDGE_PROGRAM, "connectors", "--module-path", WOPBRIDGE_MODULE_DIR});

@@ -1,6 +1,7 @@
 // wopbridge: the program. One binary, several subcommands; `serve` is the bridge itself.
 #include "cli/client_http.hpp"
 #include "cli/commands.hpp"
+#include "wopbridge/connector.h"
 
 #include <cstdio>
 #include <cstring>
@@ -50,7 +51,10 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (cmd == "version" || cmd == "--version") {
-            std::printf("wopbridge %s\n", WOPBRIDGE_VERSION);
+            // One version source: CMake's project() version; beside it the connector ABI this host
+            // loads (modules built against the same major and an older or equal minor).
+            std::printf("wopbridge %s (connector ABI %d.%d)\n", WOPBRIDGE_VERSION,
+                        WOPBRIDGE_ABI_MAJOR, WOPBRIDGE_ABI_MINOR);
             return 0;
         }
         if (cmd == "serve") {
