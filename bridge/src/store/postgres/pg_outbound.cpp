@@ -1,4 +1,5 @@
 #include "store/postgres/pg_outbound.hpp"
+#include "store/store_try.hpp"
 
 #include <boost/json.hpp>
 
@@ -6,13 +7,6 @@
 #include <limits>
 #include <tuple>
 
-#define WB_OTRY(expr)                                                                              \
-    do {                                                                                           \
-        auto&& wb_try_result_ = (expr);                                                            \
-        if (!wb_try_result_) {                                                                     \
-            return wb_try_result_.error();                                                         \
-        }                                                                                          \
-    } while (0)
 
 #define WB_OWH_COLS                                                                                \
     "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
@@ -230,10 +224,10 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
         return make_error_code(errc::not_found); // the webhook was deleted meanwhile
     }
     if (a.failure) {
-        WB_OTRY(c.run("INSERT INTO outbound_failures (webhook_id, at) VALUES ($1, $2)",
+        WB_TRY(c.run("INSERT INTO outbound_failures (webhook_id, at) VALUES ($1, $2)",
                       {p(a.webhook_id), p(a.at)}));
     }
-    WB_OTRY(c.run("UPDATE outbound_webhooks SET consecutive_failures = $2, "
+    WB_TRY(c.run("UPDATE outbound_webhooks SET consecutive_failures = $2, "
                   "breaker_open_until = $3, updated_at = $4 WHERE id = $1",
                   {p(a.webhook_id), p(a.consecutive_failures), p(a.breaker_open_until),
                    p(a.at)}));
@@ -254,7 +248,7 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
         }
     }
     if (a.status == "dead_lettered") {
-        WB_OTRY(c.run(
+        WB_TRY(c.run(
             "INSERT INTO outbound_dead_letters (webhook_id, delivery_id, run_id, sequence, "
             "event_type, attempts, reason, last_error, state_change_seq, dead_lettered_at, "
             "expires_at) SELECT webhook_id, id, run_id, sequence, event_type, attempts, "

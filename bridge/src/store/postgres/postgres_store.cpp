@@ -8,6 +8,7 @@
 #include "store/postgres/pg_replay_jobs.hpp"
 #include "store/store.hpp"
 #include "store/store_codec.hpp"
+#include "store/store_try.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -27,13 +28,6 @@
 #include <unordered_map>
 #include <utility>
 
-#define WB_TRY(expr)                                                                               \
-    do {                                                                                           \
-        auto&& wb_try_result_ = (expr);                                                            \
-        if (!wb_try_result_) {                                                                     \
-            return wb_try_result_.error();                                                         \
-        }                                                                                          \
-    } while (0)
 
 #define WB_SUB_COLS                                                                                \
     "id, tenant, source, state, workflow_id, dedup_enabled, retry_max_attempts, retry_backoff, "   \

@@ -1,4 +1,5 @@
 #include "store/sqlite/sqlite_outbound.hpp"
+#include "store/store_try.hpp"
 
 #include <boost/json.hpp>
 
@@ -6,13 +7,6 @@
 #include <limits>
 #include <map>
 
-#define WB_OTRY(expr)                                                                              \
-    do {                                                                                           \
-        auto&& wb_try_result_ = (expr);                                                            \
-        if (!wb_try_result_) {                                                                     \
-            return wb_try_result_.error();                                                         \
-        }                                                                                          \
-    } while (0)
 
 #define WB_OWH_COLS                                                                                \
     "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
@@ -101,7 +95,7 @@ result<int> enqueue(connection& c, const std::string& run_id, std::int64_t seque
         "WHERE e.run_id = ?1 AND e.sequence = ?2 "
         "AND EXISTS (SELECT 1 FROM json_each(w.events_json) j WHERE j.value = e.type)");
     st.bind(1, run_id).bind(2, sequence).bind(3, at);
-    WB_OTRY(st.run());
+    WB_TRY(st.run());
     return static_cast<int>(c.changes());
 }
 
@@ -158,7 +152,7 @@ result<std::vector<outbound_webhook>> list_webhooks(connection& c, const std::st
 result<void> delete_webhook(connection& c, const std::string& id) {
     auto st = c.prepare("DELETE FROM outbound_webhooks WHERE id = ?1");
     st.bind(1, id);
-    WB_OTRY(st.run());
+    WB_TRY(st.run());
     if (c.changes() == 0) {
         return make_error_code(errc::not_found);
     }
@@ -218,7 +212,7 @@ result<std::vector<outbound_delivery>> claim_due(connection& c, millis now, int 
         auto st = c.prepare("UPDATE outbound_deliveries SET status = 'in_flight', "
                             "lease_until = ?2, updated_at = ?3 WHERE id = ?1");
         st.bind(1, d.id).bind(2, now + lease_ms).bind(3, now);
-        WB_OTRY(st.run());
+        WB_TRY(st.run());
         d.status = "in_flight";
     }
     return picked;
@@ -236,7 +230,7 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
             .bind(4, a.next_due_at)
             .bind(5, a.error)
             .bind(6, a.at);
-        WB_OTRY(st.run());
+        WB_TRY(st.run());
         if (c.changes() == 0) {
             return make_error_code(errc::not_found); // the webhook was deleted meanwhile
         }
@@ -244,7 +238,7 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
     if (a.failure) {
         auto st = c.prepare("INSERT INTO outbound_failures (webhook_id, at) VALUES (?1, ?2)");
         st.bind(1, a.webhook_id).bind(2, a.at);
-        WB_OTRY(st.run());
+        WB_TRY(st.run());
     }
     {
         auto st = c.prepare("UPDATE outbound_webhooks SET consecutive_failures = ?2, "
@@ -253,7 +247,7 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
             .bind(2, a.consecutive_failures)
             .bind(3, a.breaker_open_until)
             .bind(4, a.at);
-        WB_OTRY(st.run());
+        WB_TRY(st.run());
     }
     std::int64_t change_seq = -1;
     if (a.state_change) {
@@ -262,7 +256,7 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
                             "WHERE id = ?1 AND state = ?3");
         up.bind(1, sc.webhook_id).bind(2, state_name(sc.to)).bind(3, state_name(sc.from)).bind(4,
                                                                                          sc.at);
-        WB_OTRY(up.run());
+        WB_TRY(up.run());
         if (c.changes() == 1) {
             auto st = c.prepare("INSERT INTO outbound_state_changes (webhook_id, from_state, "
                                 "to_state, reason, at) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq");
@@ -276,7 +270,7 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
                 return row.error();
             }
             change_seq = st.int64(0);
-            WB_OTRY(st.run());
+            WB_TRY(st.run());
         }
     }
     if (a.status == "dead_lettered") {
@@ -292,7 +286,7 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
             st.bind_null(2);
         }
         st.bind(3, a.at).bind(4, a.dead_letter_expires_at);
-        WB_OTRY(st.run());
+        WB_TRY(st.run());
     }
     return {};
 }

@@ -1,14 +1,8 @@
 #include "store/sqlite/sqlite_replay_jobs.hpp"
+#include "store/store_try.hpp"
 
 #include <cmath>
 
-#define WB_RTRY(expr)                                                                              \
-    do {                                                                                           \
-        auto&& wb_try_result_ = (expr);                                                            \
-        if (!wb_try_result_) {                                                                     \
-            return wb_try_result_.error();                                                         \
-        }                                                                                          \
-    } while (0)
 
 #define WB_RJ_COLS                                                                                 \
     "id, tenant, subscription_id, state, rate_milli, total, replayed, delivered, failed, "         \
@@ -52,12 +46,12 @@ result<void> create(connection& c, const replay_job_record& job,
         .bind(7, job.started_at)
         .bind(8, job.owner)
         .bind(9, job.lease_until);
-    WB_RTRY(ins.run());
+    WB_TRY(ins.run());
     for (std::size_t i = 0; i < attempt_event_ids.size(); ++i) {
         auto item = c.prepare("INSERT INTO replay_job_items (job_id, position, attempt_event_id) "
                               "VALUES (?1, ?2, ?3)");
         item.bind(1, job.id).bind(2, static_cast<int>(i)).bind(3, attempt_event_ids[i]);
-        WB_RTRY(item.run());
+        WB_TRY(item.run());
     }
     return {};
 }
@@ -113,7 +107,7 @@ result<void> update(connection& c, const replay_job_update& u) {
         .bind(8, u.state)
         .bind(9, u.finished_at)
         .bind(10, u.expires_at);
-    WB_RTRY(job.run());
+    WB_TRY(job.run());
     if (c.changes() != 1) {
         return make_error_code(errc::conflict); // taken over, finished, or gone
     }
@@ -121,7 +115,7 @@ result<void> update(connection& c, const replay_job_update& u) {
         auto item = c.prepare("UPDATE replay_job_items SET delivery_id = ?3, outcome = ?4 "
                               "WHERE job_id = ?1 AND position = ?2");
         item.bind(1, u.job_id).bind(2, it.position).bind(3, it.delivery_id).bind(4, it.outcome);
-        WB_RTRY(item.run());
+        WB_TRY(item.run());
     }
     return {};
 }
@@ -148,7 +142,7 @@ result<int> release(connection& c, const std::string& owner) {
     auto st = c.prepare("UPDATE replay_jobs SET lease_until = 0 WHERE state = 'running' "
                         "AND lease_until > 0 AND (?1 = '' OR owner = ?1)");
     st.bind(1, owner);
-    WB_RTRY(st.run());
+    WB_TRY(st.run());
     return static_cast<int>(c.changes());
 }
 
@@ -156,7 +150,7 @@ result<int> purge_finished(connection& c, millis now) {
     auto st = c.prepare("DELETE FROM replay_jobs WHERE state <> 'running' AND expires_at > 0 "
                         "AND expires_at <= ?1");
     st.bind(1, now);
-    WB_RTRY(st.run());
+    WB_TRY(st.run());
     return static_cast<int>(c.changes());
 }
 

@@ -8,6 +8,7 @@
 #include "store/sqlite/sqlite_replay_jobs.hpp"
 #include "store/store.hpp"
 #include "store/store_codec.hpp"
+#include "store/store_try.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -25,15 +26,6 @@
 #include <variant>
 
 #include <sys/stat.h>
-
-// Propagates the error of a result-returning expression.
-#define WB_TRY(expr)                                                                               \
-    do {                                                                                           \
-        auto&& wb_try_result_ = (expr);                                                            \
-        if (!wb_try_result_) {                                                                     \
-            return wb_try_result_.error();                                                         \
-        }                                                                                          \
-    } while (0)
 
 // Column lists (statements are cached per connection by their SQL text).
 #define WB_SUB_COLS                                                                                \
