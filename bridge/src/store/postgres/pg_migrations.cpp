@@ -14,7 +14,7 @@ struct migration {
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 8> migrations{{
+constexpr std::array<migration, 9> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -293,6 +293,10 @@ CREATE TABLE nodes (
 );
 ALTER TABLE deliveries ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX deliveries_by_claimer ON deliveries (claimed_by) WHERE status = 'in_flight';
+)sql"},
+    // 9: the run listing (GET /v1/runs) pages a tenant's runs newest first.
+    {9, R"sql(
+CREATE INDEX IF NOT EXISTS runs_by_tenant_created ON runs (tenant, created_at, id);
 )sql"},
 }};
 

@@ -12,7 +12,7 @@ struct migration {
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 8> migrations{{
+constexpr std::array<migration, 9> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -259,6 +259,10 @@ CREATE TABLE replay_job_items (
     outcome          TEXT NOT NULL DEFAULT 'selected',
     PRIMARY KEY (job_id, position)
 ) WITHOUT ROWID;
+)sql"},
+    // 9: the run listing (GET /v1/runs) pages a tenant's runs newest first.
+    {9, R"sql(
+CREATE INDEX IF NOT EXISTS runs_by_tenant_created ON runs (tenant, created_at, id);
 )sql"},
 }};
 
