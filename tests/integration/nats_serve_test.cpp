@@ -229,6 +229,10 @@ TEST_F(NatsServeTest, EachPublishedMessageStartsOneRunCausedByItsDeliveredAttemp
     serve_process serve;
     ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
     ASSERT_TRUE(eventually([&] { return consumer_exists(client); })) << log_text();
+    // Discovery names the engine this node consumes (and only it).
+    const auto doc = get_json(serve, "/.well-known/openwop");
+    ASSERT_TRUE(doc.is_object());
+    EXPECT_EQ(json::serialize(doc.at("queueBus")), R"({"supported":true,"backends":["nats"]})");
 
     auto seqs = produce(client, 5);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); })) << log_text();

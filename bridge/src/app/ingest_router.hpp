@@ -31,6 +31,8 @@ public:
                         ingest_reply_callback reply) = 0;
     // Trigger sources contributed by loaded connectors (for triggerBridge.sources), e.g. "email".
     virtual std::vector<std::string> sources() const = 0;
+    // The queue engines loaded connectors consume, as discovery's queueBus.backends names them.
+    virtual std::vector<std::string> queue_backends() const { return {}; }
 
     // Subscriptions registered over the API reach their connector like the config file's: the
     // instance names loaded on this node, a committed subscription handed to its connector (a

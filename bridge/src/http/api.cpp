@@ -329,10 +329,16 @@ json::object http_api::capabilities() const {
     doc["deadLetter"] = json::object{{"supported", true},
                                      {"retentionDays", s.dead_letter_retention_days}};
     doc["scheduling"] = json::object{{"supported", true}, {"cron", true}};
-    // RFC 0017 queue bus: advertised only while a queue connector module is loaded.
-    if (std::find(sources.begin(), sources.end(), "queue") != sources.end()) {
-        doc["queueBus"] = json::object{{"supported", true},
-                                       {"backends", json::array{"redis-streams"}}};
+    // RFC 0017 queue bus: advertised only while a queue connector module is loaded, naming the
+    // engines those modules consume.
+    if (std::find(sources.begin(), sources.end(), "queue") != sources.end() && router_ != nullptr) {
+        json::array backends;
+        for (const auto& b : router_->queue_backends()) {
+            backends.emplace_back(b);
+        }
+        if (!backends.empty()) {
+            doc["queueBus"] = json::object{{"supported", true}, {"backends", std::move(backends)}};
+        }
     }
     if (bridge_.webhooks() != nullptr) {
         doc["webhooks"] = json::object{{"supported", true},

@@ -1374,6 +1374,27 @@ std::vector<std::string> connector_host::sources() const {
     return {out.begin(), out.end()};
 }
 
+std::vector<std::string> connector_host::queue_backends() const {
+    // The in-tree queue modules by engine; a vendor's queue module counts when its name is one
+    // of the contract's backend names (queueBus.backends is a closed enum).
+    static const std::set<std::string> contract_names = {
+        "rabbitmq", "kafka", "sqs", "sns", "pubsub", "mqtt", "nats", "redis-streams", "in-memory"};
+    std::set<std::string> out;
+    std::shared_lock lk(impl_->inst_mu);
+    for (const auto& i : impl_->instances) {
+        if (i->module.source != "queue") {
+            continue;
+        }
+        const std::string& name = i->module.name;
+        if (name == "queue") {
+            out.insert("redis-streams");
+        } else if (contract_names.count(name) > 0) {
+            out.insert(name);
+        }
+    }
+    return {out.begin(), out.end()};
+}
+
 std::vector<std::string> connector_host::connector_names() const {
     std::vector<std::string> out;
     std::shared_lock lk(impl_->inst_mu);

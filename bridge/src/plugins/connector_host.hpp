@@ -128,6 +128,7 @@ class connector_host final : public ingest_router {
     void handle(const subscription& sub, const inbound_http_request& req,
                 ingest_reply_callback reply) override;
     std::vector<std::string> sources() const override;
+    std::vector<std::string> queue_backends() const override;
     std::vector<std::string> connector_names() const override;
     result<void> attach(const subscription& sub, std::string& why) override;
     void detach(const subscription& sub) override;

@@ -350,6 +350,8 @@ public:
     bool serves(const subscription&) const override { return false; }
     void handle(const subscription&, const inbound_http_request&, ingest_reply_callback) override {}
     std::vector<std::string> sources() const override { return {"queue"}; }
+    std::vector<std::string> queue_backends() const override { return backends; }
+    std::vector<std::string> backends{"redis-streams"};
 };
 
 TEST_F(HttpApiTest, QueueBusIsAdvertisedOnlyWhileAQueueModuleIsLoaded) {
@@ -362,6 +364,10 @@ TEST_F(HttpApiTest, QueueBusIsAdvertisedOnlyWhileAQueueModuleIsLoaded) {
     ASSERT_NE(with.if_contains("queueBus"), nullptr);
     EXPECT_EQ(with.at("queueBus").at("supported"), json::value(true));
     EXPECT_EQ(with.at("queueBus").at("backends").as_array().at(0).as_string(), "redis-streams");
+    // The engines the loaded modules consume, exactly: NATS alone is not Redis.
+    router.backends = {"nats"};
+    auto nats = call("GET", "/.well-known/openwop", "", "")->json().as_object();
+    EXPECT_EQ(json::serialize(nats.at("queueBus")), R"({"supported":true,"backends":["nats"]})");
     auto sources = with.at("triggerBridge").at("sources").as_array();
     EXPECT_NE(std::find(sources.begin(), sources.end(), json::value("queue")), sources.end());
 }
