@@ -79,22 +79,25 @@ struct exchange {
 
 class stream_impl final : public response_stream {
 public:
-    stream_impl(std::shared_ptr<exchange> ex, net::any_io_executor strand,
+    stream_impl(std::weak_ptr<exchange> ex, net::any_io_executor strand,
                 std::shared_ptr<post_gate> gate, task_scheduler& tasks)
         : ex_(std::move(ex)), strand_(std::move(strand)), gate_(std::move(gate)), tasks_(tasks) {}
 
     void write(std::string chunk) override {
-        gate_->post(strand_, [ex = ex_, c = std::move(chunk)]() mutable {
-            if (!ex->stream_closed) {
+        gate_->post(strand_, [wex = ex_, c = std::move(chunk)]() mutable {
+            auto ex = wex.lock();
+            if (ex && !ex->stream_closed) {
                 ex->chunks.push_back(std::move(c));
                 ex->wake();
             }
         });
     }
     void close() override {
-        gate_->post(strand_, [ex = ex_] {
-            ex->stream_closed = true;
-            ex->wake();
+        gate_->post(strand_, [wex = ex_] {
+            if (auto ex = wex.lock()) {
+                ex->stream_closed = true;
+                ex->wake();
+            }
         });
     }
     void on_abort(std::function<void()> fn) override {
@@ -124,7 +127,10 @@ public:
     }
 
 private:
-    std::shared_ptr<exchange> ex_;
+    // Weak: the session owns its exchange. A stream or sink a handler keeps past the session (or
+    // past the server: a store thread may drop the last copy) must not keep the exchange's timer
+    // alive beyond its io_context.
+    std::weak_ptr<exchange> ex_;
     net::any_io_executor strand_;
     std::shared_ptr<post_gate> gate_;
     task_scheduler& tasks_;
@@ -135,9 +141,9 @@ private:
 
 class sink_impl final : public response_sink {
 public:
-    sink_impl(std::shared_ptr<exchange> ex, net::any_io_executor strand,
+    sink_impl(const std::shared_ptr<exchange>& ex, net::any_io_executor strand,
               std::shared_ptr<post_gate> gate, task_scheduler& tasks)
-        : ex_(std::move(ex)), strand_(std::move(strand)), gate_(std::move(gate)), tasks_(tasks) {}
+        : ex_(ex), strand_(std::move(strand)), gate_(std::move(gate)), tasks_(tasks) {}
 
     ~sink_impl() override {
         if (!used_.exchange(true)) {
@@ -158,23 +164,28 @@ public:
         if (used_.exchange(true)) {
             return st;
         }
-        gate_->post(strand_, [ex = ex_, st, h = std::move(head)]() mutable {
-            ex->stream = st;
-            ex->stream_head = std::move(h);
-            ex->wake();
+        gate_->post(strand_, [wex = ex_, st, h = std::move(head)]() mutable {
+            if (auto ex = wex.lock()) {
+                ex->stream = st;
+                ex->stream_head = std::move(h);
+                ex->wake();
+            }
         });
         return st;
     }
 
 private:
     void deliver(http_response res) {
-        gate_->post(strand_, [ex = ex_, r = std::move(res)]() mutable {
-            ex->response = std::move(r);
-            ex->wake();
+        gate_->post(strand_, [wex = ex_, r = std::move(res)]() mutable {
+            if (auto ex = wex.lock()) {
+                ex->response = std::move(r);
+                ex->wake();
+            }
         });
     }
 
-    std::shared_ptr<exchange> ex_;
+    std::weak_ptr<exchange> ex_; // weak, as in stream_impl
+
     net::any_io_executor strand_;
     std::shared_ptr<post_gate> gate_;
     task_scheduler& tasks_;
