@@ -44,18 +44,23 @@ result<bool> opens_every_sealed_secret(store& st, const secret_box& host_key) {
 
 result<host_key_unlock> unlock_data_key(store& st, const secret_box& host_key,
                                         random_source& random, bool bind) {
-    auto wrapped = open_wrap(st, host_key);
-    if (!wrapped || wrapped->verdict == host_key_verdict::matches) {
-        return wrapped;
-    }
+    // One read decides: nodes starting together on a new store bind it while this runs, so a
+    // second read could see a wrap the first did not (and take this very key for a stranger).
     auto wraps = st.data_key_wraps();
     if (!wraps) {
         return wraps.error();
     }
+    const std::string mine = host_key.key_check();
+    if (auto it = wraps->find(mine); it != wraps->end()) {
+        auto data_key = host_key.unwrap(it->second);
+        if (!data_key) {
+            return differs(); // a wrap that does not open (tampered): the key is not usable here
+        }
+        return matches(std::move(*data_key));
+    }
     if (!wraps->empty()) {
         return differs(); // bound, and this key is not among those allowed
     }
-    const std::string mine = host_key.key_check();
     auto bound = st.host_key_check();
     if (!bound) {
         return bound.error();

@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include <future>
+#include <thread>
 
 namespace wopbridge {
 namespace {
@@ -181,6 +182,40 @@ TEST_F(BridgeHostKeyTest, AStoreBoundBeforeDataKeysGetsItsWrapAndKeepsItsDedupKe
     ASSERT_TRUE(original->start());
     EXPECT_EQ(ingest(*original, reg, "msg_bound_00000000001").status, submit_status::duplicate);
     EXPECT_EQ(open_store()->data_key_wraps()->size(), 1u);
+}
+
+// Nodes starting together on a new store with one key file (examples/cluster does): every one
+// must open the same data key, whichever binds first and however their reads interleave.
+TEST_F(BridgeHostKeyTest, NodesBindingANewStoreTogetherAllOpenTheWinnersDataKey) {
+    auto shared = key("a.key");
+    for (int round = 0; round < 20; ++round) {
+        sqlite_options o;
+        o.path = dir_.file("race" + std::to_string(round) + ".db");
+        std::vector<std::unique_ptr<store>> nodes;
+        for (int i = 0; i < 4; ++i) {
+            auto st = open_sqlite_store(o);
+            ASSERT_TRUE(st);
+            nodes.push_back(std::move(*st));
+        }
+        std::vector<std::string> opened(nodes.size());
+        std::vector<std::thread> threads;
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            threads.emplace_back([&, i] {
+                testing::seeded_random random(static_cast<std::uint64_t>(round * 10 + i));
+                auto unlocked = unlock_data_key(*nodes[i], shared, random, true);
+                if (unlocked && unlocked->verdict == host_key_verdict::matches) {
+                    opened[i] = unlocked->data_key->key_check();
+                }
+            });
+        }
+        for (auto& t : threads) {
+            t.join();
+        }
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+            EXPECT_FALSE(opened[i].empty()) << "round " << round << ": node " << i << " refused";
+            EXPECT_EQ(opened[i], opened[0]) << "round " << round << ": two data keys";
+        }
+    }
 }
 
 TEST_F(BridgeHostKeyTest, ANewStoreGetsADataKeyOfItsOwn) {
