@@ -198,9 +198,9 @@ void replay_jobs::run(replay_job_record job) {
         by_attempt.emplace(dl.attempt_event_id, &dl);
     }
     std::vector<replay_job_item> pending; // replayed, outcome not known yet
-    std::vector<replay_job_item> todo;    // selected, in order
+    std::vector<replay_job_item> selected; // not replayed yet, in order
     for (auto& it : *items) {
-        (it.outcome == "replayed" ? pending : todo).push_back(std::move(it));
+        (it.outcome == "replayed" ? pending : selected).push_back(std::move(it));
     }
 
     replay_job_update u;
@@ -258,7 +258,7 @@ void replay_jobs::run(replay_job_record job) {
     // Renew well inside the lease while waiting between replays at a low rate.
     const auto renew_every = std::chrono::milliseconds(std::max<millis>(opts_.lease_ms / 3, 1));
     auto last_write = std::chrono::steady_clock::now();
-    for (auto& item : todo) {
+    for (auto& item : selected) {
         const auto due = std::chrono::steady_clock::now() + interval;
         for (;;) {
             std::unique_lock lock(mu_);

@@ -3,6 +3,7 @@
 #include "contract/events.hpp"
 #include "runs/run_starter.hpp"
 #include "store/store.hpp"
+#include "support/eventually.hpp"
 #include "support/fake_clock.hpp"
 #include "support/scripted_run_starter.hpp"
 #include "support/temp_dir.hpp"
@@ -159,18 +160,19 @@ protected:
     }
 
     replay_job_status wait_job(const std::string& id, bool drive = false) {
-        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        for (;;) {
-            if (drive) {
-                bridge_->run_due(clock_.now_ms());
-            }
-            auto st = bridge_->get_replay_job("acme", id);
-            EXPECT_TRUE(st.has_value());
-            if (!st || st->state != "running" || std::chrono::steady_clock::now() > until) {
-                return st ? *st : replay_job_status{};
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
+        replay_job_status last;
+        testing::eventually(
+            [&] {
+                if (drive) {
+                    bridge_->run_due(clock_.now_ms());
+                }
+                auto st = bridge_->get_replay_job("acme", id);
+                EXPECT_TRUE(st.has_value());
+                last = st ? *st : replay_job_status{};
+                return !st || st->state != "running";
+            },
+            std::chrono::seconds(20));
+        return last;
     }
 };
 
@@ -284,11 +286,9 @@ TEST_F(OpsReplayTest, BulkReplayStoppedMidJobResumesOnTheNextStart) {
     starter_->set_behaviour("wf-fail", behaviour::complete);
     auto job = bridge_->replay_dead_letters("acme", sub_id, {{}, {}, true}, 5);
     ASSERT_TRUE(job.has_value());
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (bridge_->get_replay_job("acme", *job)->replayed < 1 &&
-           std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    ASSERT_TRUE(testing::eventually(
+        [&] { return bridge_->get_replay_job("acme", *job)->replayed >= 1; },
+        std::chrono::seconds(20)));
     bridge_.reset(); // joins the job at a safe point and lets go of its lease
     open();
     auto left = bridge_->get_replay_job("acme", *job);
