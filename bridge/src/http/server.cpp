@@ -43,25 +43,6 @@ namespace {
 
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
-// Guards posting into the io_context: sinks may outlive the server (a late bridge callback);
-// once the gate is shut their posts are dropped.
-struct post_gate {
-    std::mutex mu;
-    bool open = true;
-
-    template <class Executor, class Fn>
-    void post(const Executor& ex, Fn&& fn) {
-        std::lock_guard lock(mu);
-        if (open) {
-            net::post(ex, std::forward<Fn>(fn));
-        }
-    }
-    void shut() {
-        std::lock_guard lock(mu);
-        open = false;
-    }
-};
-
 class stream_impl;
 
 // One request's reply state; touched only on the connection's strand.
@@ -77,14 +58,46 @@ struct exchange {
     void wake() { signal.cancel(); }
 };
 
+// Guards posting into the io_context: sinks may outlive the server (a late bridge callback);
+// once the gate is shut their posts are dropped.
+struct post_gate {
+    std::mutex mu;
+    bool open = true;
+
+    template <class Executor, class Fn>
+    void post(const Executor& ex, Fn&& fn) {
+        std::lock_guard lock(mu);
+        if (open) {
+            net::post(ex, std::forward<Fn>(fn));
+        }
+    }
+    // Onto the exchange's strand, if the exchange and the server are both still there. Sinks and
+    // streams keep no executor of their own: a strand copy dropped by a store thread after the
+    // io_context is gone reads its freed service. The exchange is locked, used and released under
+    // the gate, so its last owner can never be dropped here after shut().
+    template <class Fn>
+    void post(const std::weak_ptr<exchange>& wex, Fn&& fn) {
+        std::lock_guard lock(mu);
+        if (!open) {
+            return;
+        }
+        if (auto ex = wex.lock()) {
+            net::post(ex->signal.get_executor(), std::forward<Fn>(fn));
+        }
+    }
+    void shut() {
+        std::lock_guard lock(mu);
+        open = false;
+    }
+};
+
 class stream_impl final : public response_stream {
 public:
-    stream_impl(std::weak_ptr<exchange> ex, net::any_io_executor strand,
-                std::shared_ptr<post_gate> gate, task_scheduler& tasks)
-        : ex_(std::move(ex)), strand_(std::move(strand)), gate_(std::move(gate)), tasks_(tasks) {}
+    stream_impl(std::weak_ptr<exchange> ex, std::shared_ptr<post_gate> gate, task_scheduler& tasks)
+        : ex_(std::move(ex)), gate_(std::move(gate)), tasks_(tasks) {}
 
     void write(std::string chunk) override {
-        gate_->post(strand_, [wex = ex_, c = std::move(chunk)]() mutable {
+        gate_->post(ex_, [wex = ex_, c = std::move(chunk)]() mutable {
             auto ex = wex.lock();
             if (ex && !ex->stream_closed) {
                 ex->chunks.push_back(std::move(c));
@@ -93,7 +106,7 @@ public:
         });
     }
     void close() override {
-        gate_->post(strand_, [wex = ex_] {
+        gate_->post(ex_, [wex = ex_] {
             if (auto ex = wex.lock()) {
                 ex->stream_closed = true;
                 ex->wake();
@@ -131,7 +144,6 @@ private:
     // past the server: a store thread may drop the last copy) must not keep the exchange's timer
     // alive beyond its io_context.
     std::weak_ptr<exchange> ex_;
-    net::any_io_executor strand_;
     std::shared_ptr<post_gate> gate_;
     task_scheduler& tasks_;
     std::mutex mu_;
@@ -141,9 +153,9 @@ private:
 
 class sink_impl final : public response_sink {
 public:
-    sink_impl(const std::shared_ptr<exchange>& ex, net::any_io_executor strand,
-              std::shared_ptr<post_gate> gate, task_scheduler& tasks)
-        : ex_(ex), strand_(std::move(strand)), gate_(std::move(gate)), tasks_(tasks) {}
+    sink_impl(const std::shared_ptr<exchange>& ex, std::shared_ptr<post_gate> gate,
+              task_scheduler& tasks)
+        : ex_(ex), gate_(std::move(gate)), tasks_(tasks) {}
 
     ~sink_impl() override {
         if (!used_.exchange(true)) {
@@ -160,11 +172,11 @@ public:
     }
 
     std::shared_ptr<response_stream> open_stream(http_response head) override {
-        auto st = std::make_shared<stream_impl>(ex_, strand_, gate_, tasks_);
+        auto st = std::make_shared<stream_impl>(ex_, gate_, tasks_);
         if (used_.exchange(true)) {
             return st;
         }
-        gate_->post(strand_, [wex = ex_, st, h = std::move(head)]() mutable {
+        gate_->post(ex_, [wex = ex_, st, h = std::move(head)]() mutable {
             if (auto ex = wex.lock()) {
                 ex->stream = st;
                 ex->stream_head = std::move(h);
@@ -176,7 +188,7 @@ public:
 
 private:
     void deliver(http_response res) {
-        gate_->post(strand_, [wex = ex_, r = std::move(res)]() mutable {
+        gate_->post(ex_, [wex = ex_, r = std::move(res)]() mutable {
             if (auto ex = wex.lock()) {
                 ex->response = std::move(r);
                 ex->wake();
@@ -186,7 +198,6 @@ private:
 
     std::weak_ptr<exchange> ex_; // weak, as in stream_impl
 
-    net::any_io_executor strand_;
     std::shared_ptr<post_gate> gate_;
     task_scheduler& tasks_;
     std::atomic<bool> used_{false};
@@ -494,7 +505,7 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
             ~stream_release() { ex.stream.reset(); }
         } release_stream{*ex};
         {
-            auto sink = std::make_shared<sink_impl>(ex, conn->strand, gate, scheduler);
+            auto sink = std::make_shared<sink_impl>(ex, gate, scheduler);
             handler->handle(std::move(req), std::move(sink));
         }
         while (!ex->response && !ex->stream_head && !ex->force_closed) {
