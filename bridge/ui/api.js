@@ -65,3 +65,35 @@ export const api = {
   run: (runId) => call('GET', `/v1/runs/${seg(runId)}`),
   runEvents: (runId) => call('GET', `/v1/runs/${seg(runId)}/events/poll?lastSequence=-1&timeout=1`),
 };
+
+// Follows GET /v1/ops/changes (Server-Sent Events) with fetch, so the key stays in the
+// Authorization header (EventSource cannot send one). Calls onFrame(eventName) per frame until
+// the stream ends or `signal` aborts; resolves when it ends, rejects with ApiError on a refusal.
+export async function followChanges(onFrame, signal, key = apiKey()) {
+  const res = await fetch('/v1/ops/changes', {
+    headers: { Accept: 'text/event-stream', Authorization: `Bearer ${key}` },
+    cache: 'no-store', credentials: 'omit', redirect: 'error', signal,
+  });
+  if (!res.ok) {
+    throw new ApiError(res.status, '', `HTTP ${res.status}`);
+  }
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) {
+      return;
+    }
+    buffered += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buffered.indexOf('\n\n')) >= 0) {
+      const frame = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const name = frame.split('\n').find((line) => line.startsWith('event:'));
+      if (name) {
+        onFrame(name.slice(6).trim());
+      }
+    }
+  }
+}

@@ -1,15 +1,23 @@
 // The wopbridge dashboard: subscriptions, their deliveries and dead letters, runs. Hash routes
-// (#/, #/subscriptions/ID, #/runs/ID); the current view refreshes every 2 s while the tab is visible.
+// (#/, #/subscriptions/ID, #/runs/ID). The current view re-reads when the bridge says the tenant
+// changed (GET /v1/ops/changes, Server-Sent Events), and every 15 s besides (writes on other
+// nodes of a cluster, ages); while that stream is down it polls every 2 s and reconnects.
 
-import { api, apiKey, setApiKey, ApiError } from './api.js';
+import { api, apiKey, setApiKey, ApiError, followChanges } from './api.js';
 import { h, clear, ago, badge, time, table } from './dom.js';
 
-const POLL_MS = 2000;
+const POLL_MS = 2000;        // while the change stream is down
+const LIVE_POLL_MS = 15000;  // while it is up
+const RECONNECT_MS = 2000;
 const $ = (id) => document.getElementById(id);
 
 let current = null;   // the mounted view: { refresh: async () => void }
 let timer = 0;
 let generation = 0;   // bumps on every navigation so stale refreshes are dropped
+let streaming = false;          // the change stream is open
+let changes = null;             // its AbortController while it runs
+let refreshing = null;          // the refresh in flight (a Promise)
+let again = false;              // a change arrived during it: refresh once more after
 const replays = new Map(); // attemptEventId -> { runId, status } replayed from this tab, until the
                            // bridge's view of the replay arrives
 
@@ -49,6 +57,7 @@ function describe(err) {
 
 function showSignIn(message = '') {
   stopPolling();
+  stopChanges();
   current = null;
   $('view').hidden = true;
   clear($('view'));
@@ -96,7 +105,21 @@ function stopPolling() {
   timer = 0;
 }
 
+// Refreshes the current view now; a call while one runs makes that one run again after.
 async function tick() {
+  if (refreshing) {
+    again = true;
+    return refreshing;
+  }
+  refreshing = refresh().finally(() => { refreshing = null; });
+  await refreshing;
+  if (again) {
+    again = false;
+    await tick();
+  }
+}
+
+async function refresh() {
   stopPolling();
   const gen = generation;
   if (!current || document.hidden) {
@@ -108,7 +131,8 @@ async function tick() {
       t.textContent = ago(t.dateTime); // rows that did not change still age
     }
     if (gen === generation) {
-      setLive(true, `Live · updated ${new Date().toLocaleTimeString()}`);
+      const how = streaming ? 'Live' : 'Polling';
+      setLive(true, `${how} · updated ${new Date().toLocaleTimeString()}`);
     }
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
@@ -119,8 +143,47 @@ async function tick() {
     setLive(false, `Offline · ${describe(err)}`);
   }
   if (gen === generation && current) {
-    timer = setTimeout(tick, POLL_MS);
+    timer = setTimeout(tick, streaming ? LIVE_POLL_MS : POLL_MS);
   }
+}
+
+// ---- the change stream ----------------------------------------------------------------------------
+
+function stopChanges() {
+  if (changes) {
+    changes.abort();
+    changes = null;
+  }
+  streaming = false;
+}
+
+// Keeps GET /v1/ops/changes open while signed in and visible; every frame refreshes the view.
+async function startChanges() {
+  if (changes || !apiKey() || document.hidden) {
+    return;
+  }
+  const ctl = new AbortController();
+  changes = ctl;
+  try {
+    await followChanges((name) => {
+      if (name === 'ready') {
+        streaming = true;
+      }
+      tick();
+    }, ctl.signal);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      setApiKey('');
+      showSignIn('The API key was refused. Sign in again.');
+      return;
+    }
+  }
+  if (changes !== ctl) {
+    return; // stopped on purpose (sign out, hidden tab)
+  }
+  changes = null;
+  streaming = false;
+  setTimeout(startChanges, RECONNECT_MS); // polling covers the gap
 }
 
 // Runs an action (button click), then refreshes at once.
@@ -157,6 +220,7 @@ function route() {
   } else {
     current = overviewView(view);
   }
+  startChanges();
   tick();
 }
 
@@ -424,7 +488,10 @@ $('signin-form').addEventListener('submit', signIn);
 $('sign-out').addEventListener('click', signOut);
 window.addEventListener('hashchange', route);
 document.addEventListener('visibilitychange', () => {
-  if (!document.hidden && current) {
+  if (document.hidden) {
+    stopChanges(); // a hidden tab holds no connection; it catches up when shown
+  } else if (current) {
+    startChanges();
     tick();
   }
 });

@@ -1,7 +1,8 @@
 // Drives the /ui dashboard of a running `wopbridge serve` end to end (tests/integration/dashboard_test.cpp):
 // sign in with an API key, pause and resume a subscription, send an event whose workflow cannot start
 // so it dead-letters, make the workflow startable, replay the dead letter from the page, re-activate
-// the subscription and open the replayed run. Prints one JSON object on its last line.
+// the subscription and open the replayed run; a change made outside the page arrives over the
+// change stream (Server-Sent Events). Prints one JSON object on its last line.
 //
 // Argument: {url, apiKey, subscription, ingestUrl, workflowScript, screenshot, overviewScreenshot}
 import { writeFileSync, chmodSync } from 'node:fs';
@@ -53,6 +54,22 @@ try {
   await row.getByRole('button', { name: `Resume ${arg.subscription}` }).click();
   await row.locator('.badge', { hasText: 'active' }).first().waitFor({ timeout: T });
   step('resumed');
+
+  // Live over Server-Sent Events: once the change stream is up (the indicator says Live, and the
+  // view then re-reads only every 15 s on its own), a change made elsewhere shows within 5 s.
+  await page.locator('#live-text', { hasText: /^Live/ }).waitFor({ timeout: T });
+  const outside = (state) => fetch(`${arg.url}/v1/trigger-subscriptions/${encodeURIComponent(arg.subscription)}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${arg.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ state }),
+  });
+  const pushedAt = Date.now();
+  result.outsidePauseStatus = (await outside('paused')).status;
+  await row.locator('.badge', { hasText: 'paused' }).waitFor({ timeout: 5000 });
+  result.pushedInMs = Date.now() - pushedAt;
+  result.outsideResumeStatus = (await outside('active')).status;
+  await row.locator('.badge', { hasText: 'active' }).first().waitFor({ timeout: 5000 });
+  step('pushed');
 
   // One inbound event. Its workflow command does not exist yet: every attempt fails and the
   // delivery dead-letters (the subscription with it).

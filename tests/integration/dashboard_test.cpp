@@ -136,6 +136,8 @@ TEST_F(DashboardTest, OperatorPausesSeesADeadLetterReplaysItAndSeesTheRun) {
     EXPECT_TRUE(res.at("keyInUrl").as_array().empty()) << run.last_line;
     EXPECT_TRUE(res.at("consoleErrors").as_array().empty()) << run.last_line;
     EXPECT_TRUE(res.at("pausedSeen").as_bool());
+    EXPECT_EQ(res.at("outsidePauseStatus").to_number<int>(), 200);
+    EXPECT_LT(res.at("pushedInMs").to_number<int>(), 5000); // pushed, not the 15 s re-read
     EXPECT_EQ(res.at("ingestStatus").to_number<int>(), 202);
     EXPECT_TRUE(res.at("deadLetterSeen").as_bool());
     EXPECT_EQ(res.at("deadLetterReason"), "retries exhausted");

@@ -17,7 +17,9 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -421,6 +423,72 @@ TEST_F(OpsHttpTest, DeadLettersViewShowsEachReplayAndRunsNameWhatTheyReplay) {
     EXPECT_EQ(call("GET", view_path, "", "hk_globex").status, 404);
     EXPECT_EQ(call("GET", view_path, "", "hk_reader").status, 403);
     EXPECT_EQ(call("GET", view_path + "?cursor=garbage").status, 400);
+}
+
+// The dashboard's live channel: a change frame follows each write to the tenant (an ingest, its
+// delivery, a pause), none follows another tenant's, and every frame is content-free.
+TEST_F(OpsHttpTest, ChangeStreamTellsTheTenantOfItsOwnWritesOnly) {
+    auto acme = register_webhook("wf");
+    std::atomic<bool> stop{false};
+    std::mutex mu;
+    std::string acme_seen, globex_seen;
+    auto follow = [&](const std::string& key, std::string& seen) {
+        testing::http_call c;
+        c.url = base_ + "/v1/ops/changes";
+        c.headers = {{"Authorization", "Bearer " + key}};
+        c.timeout_ms = 20000;
+        return testing::perform_streaming(c, [&](const std::string& body) {
+            std::lock_guard lock(mu);
+            seen = body;
+            return stop.load();
+        });
+    };
+    http_reply acme_reply, globex_reply;
+    std::thread a([&] { acme_reply = follow("hk_acme", acme_seen); });
+    std::thread g([&] { globex_reply = follow("hk_globex", globex_seen); });
+    auto count = [&](const std::string& seen, const std::string& what) {
+        std::lock_guard lock(mu);
+        std::size_t n = 0;
+        for (auto at = seen.find(what); at != std::string::npos; at = seen.find(what, at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    ASSERT_TRUE(eventually([&] {
+        return count(acme_seen, "event: ready") == 1 && count(globex_seen, "event: ready") == 1;
+    }));
+
+    ASSERT_EQ(ingest(acme).status, 202);
+    EXPECT_TRUE(eventually([&] { return count(acme_seen, "event: change") >= 1; }));
+    const auto after_ingest = count(acme_seen, "event: change");
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + acme.id, R"({"state":"paused"})").status, 200);
+    EXPECT_TRUE(eventually([&] { return count(acme_seen, "event: change") > after_ingest; }));
+
+    // A globex write reaches globex's stream: by then any acme frame it was sent would be there too.
+    auto globex_sub = call("POST", "/v1/trigger-subscriptions", R"({"source":"webhook","workflowId":"wf"})",
+                           "hk_globex");
+    ASSERT_EQ(globex_sub.status, 201);
+    EXPECT_TRUE(eventually([&] { return count(globex_seen, "event: change") == 1; }));
+    stop = true;
+    ASSERT_EQ(ingest(acme).status, 409); // paused: refused, and nothing to tell
+    ASSERT_EQ(call("PATCH", "/v1/trigger-subscriptions/" + acme.id, R"({"state":"active"})").status, 200);
+    a.join();
+    ASSERT_EQ(call("POST", "/v1/trigger-subscriptions", R"({"source":"webhook","workflowId":"wf"})",
+                   "hk_globex").status, 201);
+    g.join();
+
+    EXPECT_EQ(acme_reply.status, 200);
+    EXPECT_EQ(acme_reply.header("content-type").value_or(""), "text/event-stream");
+    for (const auto* seen : {&acme_seen, &globex_seen}) {
+        std::istringstream lines(*seen);
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("data:", 0) == 0) {
+                EXPECT_EQ(line, "data: {}"); // content-free
+            }
+        }
+    }
+    EXPECT_EQ(call("GET", "/v1/ops/changes", "", "hk_reader").status, 403);
+    EXPECT_EQ(call("GET", "/v1/ops/changes", "", "").status, 401);
 }
 
 } // namespace

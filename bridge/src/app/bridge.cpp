@@ -135,6 +135,7 @@ submit_result status_only(submit_status s, std::string message = {}) {
 
 struct bridge::impl final : run_lifecycle_sink {
     bridge_settings settings;
+    change_feed changes; // before st: the observed store reports into it
     std::unique_ptr<store> st;
     std::unique_ptr<seam_aware_starter> starter;
     clock_source& clock;
@@ -207,7 +208,7 @@ struct bridge::impl final : run_lifecycle_sink {
          clock_source& clock_in, random_source& random_in)
         : settings(std::move(s)),
           st(make_observed_store(std::move(store_in),
-                                 [this](const run_event& e) { notify_run_event(e); })),
+                                 [this](const run_event& e) { notify_run_event(e); }, &changes)),
           starter(std::make_unique<seam_aware_starter>(std::move(starter_in), settings.test_seams)),
           clock(clock_in),
           random(random_in),
@@ -1279,6 +1280,12 @@ void bridge::cancel_watch(std::uint64_t token) {
     std::lock_guard lock(impl_->mutex);
     impl_->watchers.erase(token);
 }
+
+std::uint64_t bridge::watch_changes(const std::string& tenant, std::function<void()> notify) {
+    return impl_->changes.watch(tenant, std::move(notify));
+}
+
+void bridge::cancel_changes_watch(std::uint64_t token) { impl_->changes.cancel(token); }
 
 result<seam_deliver_result> bridge::seam_deliver(const seam_deliver_request& req) {
     auto& m = *impl_;

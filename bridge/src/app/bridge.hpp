@@ -257,6 +257,11 @@ public:
     std::uint64_t watch_run(const std::string& run_id, std::int64_t after_sequence,
                             std::function<void()> notify);
     void cancel_watch(std::uint64_t token);
+    // Calls `notify` once, from the writing thread, at the next write on this node that touches
+    // the tenant's subscriptions, deliveries, dead letters or runs (app/change_feed.hpp: a hint
+    // for live views, never content). Returns a token for cancel_changes_watch.
+    std::uint64_t watch_changes(const std::string& tenant, std::function<void()> notify);
+    void cancel_changes_watch(std::uint64_t token);
 
     // Conformance seams (only when settings().test_seams).
     result<seam_deliver_result> seam_deliver(const seam_deliver_request& req);

@@ -9,36 +9,62 @@ namespace codec = store_codec;
 
 class observed_store final : public store {
 public:
-    observed_store(std::unique_ptr<store> inner, run_event_observer observer)
-        : inner_(std::move(inner)), observer_(std::move(observer)) {}
+    observed_store(std::unique_ptr<store> inner, run_event_observer observer, change_feed* changes)
+        : inner_(std::move(inner)), observer_(std::move(observer)), changes_(changes) {}
 
     result<void> insert_subscription(const subscription& s) override {
-        return inner_->insert_subscription(s);
+        auto r = inner_->insert_subscription(s);
+        if (r && changes_) {
+            changes_->note_subscription(s.id, s.tenant);
+            changes_->tenant_changed(s.tenant);
+        }
+        return r;
     }
     result<void> upsert_config_subscription(const subscription& s) override {
-        return inner_->upsert_config_subscription(s);
+        auto r = inner_->upsert_config_subscription(s);
+        if (r && changes_) {
+            changes_->note_subscription(s.id, s.tenant);
+            changes_->tenant_changed(s.tenant);
+        }
+        return r;
     }
     result<subscription> get_subscription(const std::string& id) override {
-        return inner_->get_subscription(id);
+        auto r = inner_->get_subscription(id);
+        if (r && changes_) {
+            changes_->note_subscription(r->id, r->tenant);
+        }
+        return r;
     }
     result<std::vector<subscription>> list_subscriptions(const std::string& tenant) override {
-        return inner_->list_subscriptions(tenant);
+        return noted(inner_->list_subscriptions(tenant));
     }
     result<std::vector<subscription>> list_all_subscriptions() override {
-        return inner_->list_all_subscriptions();
+        return noted(inner_->list_all_subscriptions());
     }
     result<void> delete_subscription(const std::string& id) override {
-        return inner_->delete_subscription(id);
+        return changed(inner_->delete_subscription(id), id);
     }
     result<void> change_state(const state_change& c, const std::string& event_id,
                               millis at) override {
-        return inner_->change_state(c, event_id, at);
+        return changed(inner_->change_state(c, event_id, at), c.subscription_id);
     }
     void intake(intake_request req, intake_callback done) override {
-        inner_->intake(std::move(req), std::move(done));
+        if (!changes_) {
+            inner_->intake(std::move(req), std::move(done));
+            return;
+        }
+        changes_->note_subscription(req.subscription_id, req.tenant);
+        std::string tenant = req.tenant;
+        inner_->intake(std::move(req), [changes = changes_, tenant = std::move(tenant),
+                                        done = std::move(done)](result<intake_outcome> outcome) mutable {
+            if (outcome) {
+                changes->tenant_changed(tenant); // committed: the watchers only schedule
+            }
+            done(std::move(outcome));
+        });
     }
     result<void> record_verification_refusal(const verification_refusal& r) override {
-        return inner_->record_verification_refusal(r);
+        return changed(inner_->record_verification_refusal(r), r.subscription_id);
     }
     result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) override {
         return inner_->claim_due(now, limit, lease_ms);
@@ -50,6 +76,7 @@ public:
         auto r = inner_->record_attempt(rec);
         if (r) {
             observe_new_run(rec);
+            attempt_changed(rec);
         }
         return r;
     }
@@ -58,6 +85,7 @@ public:
         for (std::size_t i = 0; i < recs.size() && i < out.size(); ++i) {
             if (out[i]) {
                 observe_new_run(recs[i]);
+                attempt_changed(recs[i]);
             }
         }
         return out;
@@ -75,13 +103,23 @@ public:
         return inner_->get_delivery(id);
     }
     result<int> release_held(const std::string& id, millis now) override {
-        return inner_->release_held(id, now);
+        auto r = inner_->release_held(id, now);
+        if (r && *r > 0 && changes_) {
+            changes_->subscription_changed(id);
+        }
+        return r;
     }
     result<page<dead_letter>> list_dead_letters(const std::string& id, const page_request& req,
                                                 millis now) override {
         return inner_->list_dead_letters(id, req, now);
     }
-    result<run_record> get_run(const std::string& id) override { return inner_->get_run(id); }
+    result<run_record> get_run(const std::string& id) override {
+        auto r = inner_->get_run(id);
+        if (r && changes_ && (r->status == run_status::pending || r->status == run_status::running)) {
+            changes_->note_run(r->id, r->subscription_id);
+        }
+        return r;
+    }
     result<std::vector<run_event>> run_events_after(const std::string& id, std::int64_t after,
                                                     int limit) override {
         return inner_->run_events_after(id, after, limit);
@@ -94,10 +132,17 @@ public:
         if (e && observer_) {
             observer_(*e);
         }
+        if (e && changes_) {
+            changes_->run_changed(run_id, false);
+        }
         return e;
     }
     result<void> set_run_status(const std::string& id, run_status s, millis at) override {
-        return inner_->set_run_status(id, s, at);
+        auto r = inner_->set_run_status(id, s, at);
+        if (r && changes_) {
+            changes_->run_changed(id, s == run_status::completed || s == run_status::failed);
+        }
+        return r;
     }
     result<std::string> bind_host_key_check(const std::string& check,
                                             const std::string& wrapped_data_key) override {
@@ -126,6 +171,9 @@ public:
         auto e = inner_->end_run(run_id, type, payload_json, event_id, status, at);
         if (e && observer_) {
             observer_(*e);
+        }
+        if (e && changes_) {
+            changes_->run_changed(run_id, true);
         }
         return e;
     }
@@ -217,6 +265,30 @@ public:
     }
 
 private:
+    result<void> changed(result<void> r, const std::string& subscription_id) {
+        if (r && changes_) {
+            changes_->subscription_changed(subscription_id);
+        }
+        return r;
+    }
+    result<std::vector<subscription>> noted(result<std::vector<subscription>> r) {
+        if (r && changes_) {
+            for (const auto& s : *r) {
+                changes_->note_subscription(s.id, s.tenant);
+            }
+        }
+        return r;
+    }
+    void attempt_changed(const attempt_record& rec) {
+        if (!changes_) {
+            return;
+        }
+        if (rec.run) {
+            changes_->note_run(rec.run->id, rec.subscription_id);
+        }
+        changes_->subscription_changed(rec.subscription_id);
+    }
+
     // A new run: its whole log was appended by the record's transaction, in the order every backend
     // writes it (the attempt at 0, run.started at 1, the follow-ups after), so it is told from the
     // record itself rather than read back (a read per run start).
@@ -248,13 +320,14 @@ private:
 
     std::unique_ptr<store> inner_;
     run_event_observer observer_;
+    change_feed* changes_;
 };
 
 } // namespace
 
 std::unique_ptr<store> make_observed_store(std::unique_ptr<store> inner,
-                                           run_event_observer observer) {
-    return std::make_unique<observed_store>(std::move(inner), std::move(observer));
+                                           run_event_observer observer, change_feed* changes) {
+    return std::make_unique<observed_store>(std::move(inner), std::move(observer), changes);
 }
 
 } // namespace wopbridge

@@ -220,6 +220,7 @@ void http_api::dispatch(std::shared_ptr<context> ctx) {
         case route_id::subscriptions_overview: ops::overview(*ctx, bridge_); return;
         case route_id::run_list: ops::list_runs(*ctx, bridge_); return;
         case route_id::subscription_dead_letters_view: ops::dead_letters_view(*ctx, bridge_); return;
+        case route_id::ops_changes: stream_changes(ctx); return;
         case route_id::webhook_create: create_webhook(*ctx); return;
         case route_id::webhook_list: list_webhooks(*ctx); return;
         case route_id::webhook_delete: delete_webhook(*ctx); return;

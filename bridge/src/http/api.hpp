@@ -33,6 +33,8 @@ struct api_options {
     std::size_t max_body_bytes = 1024 * 1024;        // every route but ingest
     std::size_t ingest_max_body_bytes = 1024 * 1024; // POST /v1/ingest/...
     std::chrono::milliseconds sse_keepalive{15000};
+    // GET /v1/ops/changes: at most one change frame per interval.
+    std::chrono::milliseconds change_interval{250};
     int poll_default_timeout_s = 30;                   // 1..60
     int read_batch = 1000;                             // events per read
     // Ingest rate limits (config server.rateLimits; 429 + Retry-After past them). The clock is
@@ -93,6 +95,8 @@ private:
     void get_run_output(context& ctx);
     void poll_events(std::shared_ptr<context> ctx);
     void stream_events(std::shared_ptr<context> ctx);
+    // change_stream.cpp
+    void stream_changes(std::shared_ptr<context> ctx);
     // seam_handlers.cpp
     void seam_deliver(context& ctx);
     void seam_events(context& ctx);
@@ -114,6 +118,10 @@ private:
     void pump_sse(const std::shared_ptr<sse_session>& s);
     void end_sse(const std::shared_ptr<sse_session>& s, bool close_stream);
     void arm_keepalive(const std::shared_ptr<sse_session>& s);
+    struct change_session;
+    void arm_changes(const std::shared_ptr<change_session>& s);
+    void arm_changes_keepalive(const std::shared_ptr<change_session>& s);
+    void end_changes(const std::shared_ptr<change_session>& s, bool close_stream);
 
     // true = refused: the 429 was sent.
     bool rate_limited_by_address(context& ctx);

@@ -57,6 +57,10 @@ public:
         return b_.watch_run(run_id, after_sequence, std::move(notify));
     }
     void cancel_watch(std::uint64_t token) override { b_.cancel_watch(token); }
+    std::uint64_t watch_changes(const std::string& tenant, std::function<void()> notify) override {
+        return b_.watch_changes(tenant, std::move(notify));
+    }
+    void cancel_changes_watch(std::uint64_t token) override { b_.cancel_changes_watch(token); }
     result<seam_deliver_result> seam_deliver(const seam_deliver_request& req) override {
         return b_.seam_deliver(req);
     }

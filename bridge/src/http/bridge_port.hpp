@@ -44,6 +44,12 @@ public:
     virtual std::uint64_t watch_run(const std::string& run_id, std::int64_t after_sequence,
                                     std::function<void()> notify) = 0;
     virtual void cancel_watch(std::uint64_t token) = 0;
+    // The tenant's next change on this node (bridge::watch_changes). 0 = not served (fakes).
+    virtual std::uint64_t watch_changes(const std::string& /*tenant*/,
+                                        std::function<void()> /*notify*/) {
+        return 0;
+    }
+    virtual void cancel_changes_watch(std::uint64_t /*token*/) {}
 
     virtual result<seam_deliver_result> seam_deliver(const seam_deliver_request& req) = 0;
     virtual result<std::vector<run_event>> seam_events(const std::string& tenant,

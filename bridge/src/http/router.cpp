@@ -7,7 +7,7 @@ namespace wopbridge::http {
 
 namespace {
 
-constexpr std::array<route, 36> routes{{
+constexpr std::array<route, 37> routes{{
     {"GET", "/.well-known/openwop", route_id::well_known, false, ""},
     {"GET", "/v1/openapi.json", route_id::openapi, false, ""},
     {"GET", "/healthz", route_id::healthz, false, ""},
@@ -31,6 +31,7 @@ constexpr std::array<route, 36> routes{{
     {"GET", "/v1/replay-jobs/{jobId}", route_id::replay_job_get, true, "webhooks:manage"},
     {"GET", "/metrics", route_id::metrics, false, ""},
     {"GET", "/v1/ops/subscriptions", route_id::subscriptions_overview, true, "webhooks:manage"},
+    {"GET", "/v1/ops/changes", route_id::ops_changes, true, "webhooks:manage"},
     {"GET", "/v1/ops/subscriptions/{subscriptionId}/dead-letters",
      route_id::subscription_dead_letters_view, true, "webhooks:manage"},
     {"GET", "/ui", route_id::ui_index, false, ""},

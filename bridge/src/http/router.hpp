@@ -47,6 +47,7 @@ enum class route_id {
     // appended: the run listing (run_list_handlers.cpp) and dead letters with their replays
     run_list,
     subscription_dead_letters_view,
+    ops_changes,
 };
 
 struct route {
