@@ -6,11 +6,12 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev libboost-url1.81-dev
-  libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev libnats-dev
+  libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev libnats-dev libhiredis-dev
   libgtest-dev libgmock-dev json-schema-test-suite
   python3 curl openssl sqlite3 procps
 )
 # libnats-dev (nats.c 3.4.1) builds the nats connector; the broker is the `nats` group.
+# libhiredis-dev (hiredis 0.14.1) builds the queue connector; Redis itself is the `redis` group.
 # Extra groups, requested by name: postgres, redis, nats, browser, fuzz, bench.
 for group in "$@"; do
   case "$group" in

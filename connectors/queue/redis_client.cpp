@@ -1,17 +1,17 @@
 #include "queue/redis_client.hpp"
 
 #include <boost/url/parse.hpp>
+#include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 namespace wopbridge::queue {
@@ -31,6 +31,57 @@ bool parse_int_in(std::string_view s, int lo, int hi, int& out) {
 std::string errno_text(const char* what, int err) {
     return std::string(what) + ": " + std::strerror(err);
 }
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+    const auto n = std::max<long long>(ms.count(), 1);
+    return timeval{static_cast<time_t>(n / 1000), static_cast<suseconds_t>((n % 1000) * 1000)};
+}
+
+// hiredis writes with write(2), not send(MSG_NOSIGNAL): a peer that has gone would raise SIGPIPE.
+// The host ignores it, but a module must not rely on that: block it on this thread around the
+// write and discard one it raised (a blocked, thread-directed SIGPIPE stays pending otherwise).
+class sigpipe_blocked {
+  public:
+    sigpipe_blocked() noexcept {
+        struct sigaction now {};
+        if (::sigaction(SIGPIPE, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) {
+            return; // the usual case (wopbridge serve ignores it): nothing to do
+        }
+        active_ = true;
+        sigemptyset(&pipe_);
+        sigaddset(&pipe_, SIGPIPE);
+        sigset_t pending;
+        sigemptyset(&pending);
+        ::sigpending(&pending);
+        was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+        ::pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+        was_blocked_ = sigismember(&old_, SIGPIPE) == 1;
+    }
+    ~sigpipe_blocked() {
+        if (!active_) {
+            return;
+        }
+        if (!was_blocked_ && !was_pending_) {
+            sigset_t pending;
+            sigemptyset(&pending);
+            ::sigpending(&pending);
+            if (sigismember(&pending, SIGPIPE) == 1) {
+                const timespec now{0, 0};
+                ::sigtimedwait(&pipe_, nullptr, &now);
+            }
+        }
+        ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    }
+    sigpipe_blocked(const sigpipe_blocked&) = delete;
+    sigpipe_blocked& operator=(const sigpipe_blocked&) = delete;
+
+  private:
+    sigset_t pipe_{};
+    sigset_t old_{};
+    bool active_ = false;
+    bool was_pending_ = false;
+    bool was_blocked_ = false;
+};
 
 } // namespace
 
@@ -96,11 +147,10 @@ redis_connection::~redis_connection() {
 }
 
 void redis_connection::close() noexcept {
-    if (fd_ >= 0) {
-        ::close(fd_);
-        fd_ = -1;
+    if (ctx_ != nullptr) {
+        ::redisFree(ctx_); // closes the socket
+        ctx_ = nullptr;
     }
-    parser_.reset();
 }
 
 void redis_connection::interrupt() noexcept {
@@ -117,6 +167,14 @@ void redis_connection::clear_interrupt() noexcept {
     }
 }
 
+bool redis_connection::interrupt_pending() const noexcept {
+    if (wake_fd_ < 0) {
+        return false;
+    }
+    pollfd p{wake_fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
 int redis_connection::wait_fd(short events, clock::time_point deadline, std::string& error) {
     for (;;) {
         const auto left =
@@ -125,7 +183,7 @@ int redis_connection::wait_fd(short events, clock::time_point deadline, std::str
             error = "timed out";
             return 0;
         }
-        pollfd fds[2] = {{fd_, events, 0}, {wake_fd_, POLLIN, 0}};
+        pollfd fds[2] = {{ctx_->fd, events, 0}, {wake_fd_, POLLIN, 0}};
         const int n =
             ::poll(fds, wake_fd_ >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(left, 60'000)));
         if (n < 0) {
@@ -151,52 +209,26 @@ int redis_connection::wait_fd(short events, clock::time_point deadline, std::str
 bool redis_connection::connect(const redis_url& url, std::chrono::milliseconds timeout,
                                std::string& error) {
     close();
+    // hiredis' connect cannot be woken: at least do not start one after a stop() asked for none.
+    if (interrupt_pending()) {
+        error = "connect: interrupted";
+        return false;
+    }
     const auto deadline = clock::now() + timeout;
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    const std::string port = std::to_string(url.port);
-    if (const int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-        error = std::string("resolve: ") + ::gai_strerror(rc);
+    ::redisContext* c = ::redisConnectWithTimeout(url.host.c_str(), url.port, to_timeval(timeout));
+    if (c == nullptr) {
+        error = "connect: out of memory";
         return false;
     }
-    error = "connect: no address";
-    for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-        const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                                ai->ai_protocol);
-        if (fd < 0) {
-            error = errno_text("socket", errno);
-            continue;
-        }
-        fd_ = fd;
-        if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
-            error = errno_text("connect", errno);
-            close();
-            continue;
-        }
-        if (wait_fd(POLLOUT, deadline, error) != 1) {
-            error = "connect: " + error;
-            close();
-            continue;
-        }
-        int err = 0;
-        socklen_t len = sizeof err;
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {
-            error = errno_text("connect", err);
-            close();
-            continue;
-        }
-        const int one = 1;
-        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-        break;
-    }
-    ::freeaddrinfo(res);
-    if (fd_ < 0) {
+    if (c->err != 0) {
+        error = std::string("connect: ") + c->errstr; // "Connection refused", a resolver error...
+        ::redisFree(c);
         return false;
     }
+    ctx_ = c;
+    ::fcntl(c->fd, F_SETFD, FD_CLOEXEC); // hiredis 0.14 opens the socket without SOCK_CLOEXEC
+    ::redisEnableKeepAlive(c);           // hiredis already set TCP_NODELAY
+    bound_reader(*c->reader);
 
     std::vector<command> hello;
     if (!url.password.empty()) {
@@ -226,81 +258,89 @@ bool redis_connection::connect(const redis_url& url, std::chrono::milliseconds t
     return true;
 }
 
-bool redis_connection::write_all(std::string_view bytes, clock::time_point deadline,
-                                 std::string& error) {
-    while (!bytes.empty()) {
-        const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n > 0) {
-            bytes.remove_prefix(static_cast<std::size_t>(n));
-            continue;
-        }
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (wait_fd(POLLOUT, deadline, error) != 1) {
-                error = "write: " + error;
-                return false;
-            }
-            continue;
-        }
-        error = errno_text("write", errno);
+bool redis_connection::flush(clock::time_point deadline, std::string& error) {
+    // The socket is blocking (hiredis' blocking context): each write is bounded by the send
+    // timeout set from `deadline`; commands are small, so this rarely waits at all.
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    if (left.count() <= 0) {
+        error = "write: timed out";
         return false;
+    }
+    ::redisSetTimeout(ctx_, to_timeval(left));
+    sigpipe_blocked guard;
+    int done = 0;
+    while (done == 0) {
+        if (clock::now() >= deadline) { // after a partial write cut short by the send timeout
+            error = "write: timed out";
+            return false;
+        }
+        errno = 0;
+        if (::redisBufferWrite(ctx_, &done) != REDIS_OK) {
+            error = errno == EAGAIN || errno == EWOULDBLOCK
+                        ? std::string("write: timed out")
+                        : std::string("write: ") + ctx_->errstr;
+            return false;
+        }
     }
     return true;
 }
 
 std::optional<resp_value> redis_connection::read_reply(clock::time_point deadline,
                                                        std::string& error) {
-    char buf[64 * 1024];
     for (;;) {
-        resp_value v;
-        switch (parser_.next(v, error)) {
-        case resp_parser::state::value:
+        void* reply = nullptr;
+        if (::redisGetReplyFromReader(ctx_, &reply) != REDIS_OK) {
+            error = "protocol: " + reader_error(*ctx_->reader);
+            return std::nullopt;
+        }
+        if (reply != nullptr) {
+            resp_value v = value_of(*static_cast<const ::redisReply*>(reply));
+            ::freeReplyObject(reply);
             return v;
-        case resp_parser::state::error:
+        }
+        if (!pending_within_limits(*ctx_->reader, error)) {
             error = "protocol: " + error;
             return std::nullopt;
-        case resp_parser::state::incomplete:
-            break;
         }
-        const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-        if (n > 0) {
-            parser_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-            continue;
-        }
-        if (n == 0) {
-            error = "connection closed by the server";
+        // Readable first, so hiredis' one read(2) per redisBufferRead never blocks.
+        if (wait_fd(POLLIN, deadline, error) != 1) {
+            error = "read: " + error;
             return std::nullopt;
         }
-        if (errno == EINTR) {
-            continue;
+        if (::redisBufferRead(ctx_) != REDIS_OK) {
+            error = ctx_->err == REDIS_ERR_EOF ? std::string("connection closed by the server")
+                                               : std::string("read: ") + ctx_->errstr;
+            return std::nullopt;
         }
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (wait_fd(POLLIN, deadline, error) != 1) {
-                error = "read: " + error;
-                return std::nullopt;
-            }
-            continue;
-        }
-        error = errno_text("read", errno);
-        return std::nullopt;
     }
 }
 
 std::optional<std::vector<resp_value>>
 redis_connection::pipeline(const std::vector<command>& commands, std::chrono::milliseconds timeout,
                            std::string& error) {
-    if (fd_ < 0) {
+    if (ctx_ == nullptr) {
         error = "not connected";
         return std::nullopt;
     }
     const auto deadline = clock::now() + timeout;
-    std::string out;
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
     for (const auto& c : commands) {
-        append_command(out, c);
+        argv.clear();
+        lens.clear();
+        for (const auto& a : c) {
+            argv.push_back(a.data());
+            lens.push_back(a.size()); // binary-safe: hiredis takes the lengths, not NULs
+        }
+        if (::redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(),
+                                     lens.data()) != REDIS_OK) {
+            error = std::string("command: ") + ctx_->errstr;
+            close();
+            return std::nullopt;
+        }
     }
-    if (!write_all(out, deadline, error)) {
+    if (!flush(deadline, error)) {
         close();
         return std::nullopt;
     }

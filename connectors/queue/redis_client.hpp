@@ -1,15 +1,19 @@
 #pragma once
-// A small blocking Redis client over POSIX sockets (RESP2): connect with a timeout, optional
-// AUTH/SELECT, pipelined commands, replies read with a deadline. One connection is used by one
-// thread at a time; interrupt() may be called from any thread to cut a blocking read short.
+// A small blocking Redis client on hiredis (libhiredis-dev): connect with a timeout, optional
+// AUTH/SELECT, pipelined commands (binary-safe argv), replies read with a deadline. One
+// connection is used by one thread at a time; interrupt() may be called from any thread to cut a
+// blocking read short. hiredis formats commands and parses replies; the waiting is ours (poll on
+// the context's socket and an eventfd), so a blocking read can be interrupted.
 
-#include "queue/resp.hpp"
+#include "queue/redis_reply.hpp"
 
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+struct redisContext;
 
 namespace wopbridge::queue {
 
@@ -36,7 +40,7 @@ class redis_connection {
 
     // Connects, authenticates and selects the database. Any previous connection is closed.
     bool connect(const redis_url& url, std::chrono::milliseconds timeout, std::string& error);
-    bool connected() const noexcept { return fd_ >= 0; }
+    bool connected() const noexcept { return ctx_ != nullptr; }
     void close() noexcept;
 
     // Sends every command in one write, then reads one reply per command. Error replies are
@@ -56,14 +60,14 @@ class redis_connection {
 
   private:
     using clock = std::chrono::steady_clock;
-    bool write_all(std::string_view bytes, clock::time_point deadline, std::string& error);
+    bool flush(clock::time_point deadline, std::string& error);
     std::optional<resp_value> read_reply(clock::time_point deadline, std::string& error);
     // 1 = ready, 0 = deadline passed, -1 = interrupted or failed (error set)
     int wait_fd(short events, clock::time_point deadline, std::string& error);
+    bool interrupt_pending() const noexcept;
 
-    int fd_ = -1;
+    ::redisContext* ctx_ = nullptr;
     int wake_fd_ = -1; // eventfd
-    resp_parser parser_;
 };
 
 } // namespace wopbridge::queue

@@ -1,4 +1,4 @@
-// The queue connector's RESP client against a real, throwaway redis-server.
+// The queue connector's Redis client (on hiredis) against a real, throwaway redis-server.
 
 #include "queue/redis_client.hpp"
 
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <thread>
+#include <vector>
 
 namespace wopbridge::queue {
 namespace {
@@ -51,6 +52,30 @@ TEST_F(RedisClientTest, PipelinesCommandsAndReadsEveryReplyKind) {
     EXPECT_EQ((*r)[5].elements[0].elements[1].elements[0].text, "f");
     EXPECT_EQ((*r)[6].error_code(), "WRONGTYPE");
     EXPECT_TRUE(c.connected()); // an error reply is a value, not a broken connection
+}
+
+TEST_F(RedisClientTest, LargeBinaryRepliesSpanManyReadsAndArriveWhole) {
+    redis_connection c;
+    std::string error;
+    ASSERT_TRUE(c.connect(url_, 2s, error)) << error;
+    std::string big(3u * 1024 * 1024, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) {
+        big[i] = static_cast<char>(i * 7 % 251);
+    }
+    std::vector<command> many;
+    many.push_back({"SET", "big", big});
+    for (int i = 0; i < 200; ++i) {
+        many.push_back({"XADD", "s2", "*", "n", std::to_string(i)});
+    }
+    many.push_back({"GET", "big"});
+    many.push_back({"XRANGE", "s2", "-", "+"});
+    auto r = c.pipeline(many, 5s, error);
+    ASSERT_TRUE(r) << error;
+    ASSERT_EQ(r->size(), many.size());
+    EXPECT_EQ((*r)[r->size() - 2].text, big);
+    const auto& range = r->back();
+    ASSERT_EQ(range.elements.size(), 200u);
+    EXPECT_EQ(range.elements[199].elements[1].elements[1].text, "199");
 }
 
 TEST_F(RedisClientTest, BlockingReadTimesOutAndDropsTheConnection) {
