@@ -104,6 +104,21 @@ TEST_F(RedisClientTest, InterruptCutsABlockingReadShort) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
+TEST_F(RedisClientTest, PendingInterruptStopsAConnectBeforeItStarts) {
+    // hiredis' connect cannot be woken once started: stop() must at least prevent the next one.
+    redis_connection c;
+    c.interrupt();
+    std::string error;
+    EXPECT_FALSE(c.connect(url_, 2s, error));
+    EXPECT_EQ(error, "connect: interrupted");
+    EXPECT_FALSE(c.connected());
+    c.clear_interrupt();
+    ASSERT_TRUE(c.connect(url_, 2s, error)) << error;
+    auto r = c.run({"PING"}, 2s, error);
+    ASSERT_TRUE(r) << error;
+    EXPECT_EQ(r->text, "PONG");
+}
+
 TEST_F(RedisClientTest, ServerGoingAwayIsAnErrorAndReconnectWorks) {
     redis_connection c;
     std::string error;
