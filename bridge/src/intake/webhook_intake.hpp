@@ -2,7 +2,8 @@
 // Standard Webhooks intake helpers (RFC 0230): verification under the subscription's mode and the
 // per-source TriggerEvent object. No I/O here; the bridge does the store work.
 
-#include "app/bridge.hpp"
+#include "contract/intake.hpp"
+#include "contract/types.hpp"
 
 #include <optional>
 #include <string>

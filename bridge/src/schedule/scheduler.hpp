@@ -9,7 +9,7 @@
 // One thread waits on a condition variable until the earliest tick; run_due() is the deterministic
 // entry point tests drive with a fake clock.
 
-#include "app/bridge.hpp"
+#include "contract/intake.hpp"
 #include "contract/types.hpp"
 #include "core/clock.hpp"
 #include "schedule/cron.hpp"
