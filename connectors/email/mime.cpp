@@ -1,4 +1,5 @@
 #include "mime.hpp"
+#include "wopbridge/http_util.hpp"
 
 #include <algorithm>
 #include <array>
@@ -25,19 +26,6 @@ std::string_view trim(std::string_view s) {
         s.remove_suffix(1);
     }
     return s;
-}
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
 }
 
 void put_utf8(std::string& out, std::uint32_t cp) {
@@ -305,9 +293,10 @@ std::string decode_quoted_printable(std::string_view text) {
                 i = j;
                 continue;
             }
-            if (i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
+            if (i + 2 < text.size() && http::hex_digit(text[i + 1]) >= 0 &&
+                http::hex_digit(text[i + 2]) >= 0) {
                 out.push_back(
-                    static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+                    static_cast<char>(http::hex_digit(text[i + 1]) * 16 + http::hex_digit(text[i + 2])));
                 i += 3;
                 continue;
             }
@@ -454,10 +443,10 @@ std::string decode_encoded_words(std::string_view value, bool* converted) {
                             if (payload[i] == '_') {
                                 bytes.push_back(' ');
                             } else if (payload[i] == '=' && i + 2 < payload.size() &&
-                                       hex_value(payload[i + 1]) >= 0 &&
-                                       hex_value(payload[i + 2]) >= 0) {
-                                bytes.push_back(static_cast<char>(hex_value(payload[i + 1]) * 16 +
-                                                                  hex_value(payload[i + 2])));
+                                       http::hex_digit(payload[i + 1]) >= 0 &&
+                                       http::hex_digit(payload[i + 2]) >= 0) {
+                                bytes.push_back(static_cast<char>(http::hex_digit(payload[i + 1]) * 16 +
+                                                                  http::hex_digit(payload[i + 2])));
                                 i += 2;
                             } else {
                                 bytes.push_back(payload[i]);

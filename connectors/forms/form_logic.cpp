@@ -15,19 +15,6 @@
 namespace wopbridge::forms {
 namespace {
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 std::string lower(std::string_view s) {
     std::string out(s);
     for (auto& c : out) {
@@ -37,7 +24,7 @@ std::string lower(std::string_view s) {
 }
 
 bool all_hex(std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return hex_digit(c) >= 0; });
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return http::hex_digit(c) >= 0; });
 }
 
 } // namespace

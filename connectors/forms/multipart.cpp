@@ -1,4 +1,5 @@
 #include "multipart.hpp"
+#include "wopbridge/http_util.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -26,19 +27,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 // RFC 2231: charset'language'percent-encoded. The bytes are kept; callers treat them as UTF-8.
 std::string decode_rfc2231(std::string_view v) {
     auto first = v.find('\'');
@@ -48,18 +36,7 @@ std::string decode_rfc2231(std::string_view v) {
             v.remove_prefix(second + 1);
         }
     }
-    std::string out;
-    out.reserve(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        if (v[i] == '%' && i + 2 < v.size() && hex_value(v[i + 1]) >= 0 &&
-            hex_value(v[i + 2]) >= 0) {
-            out.push_back(static_cast<char>(hex_value(v[i + 1]) * 16 + hex_value(v[i + 2])));
-            i += 2;
-        } else {
-            out.push_back(v[i]);
-        }
-    }
-    return out;
+    return http::percent_decode_lenient(v);
 }
 
 bool is_bchar(char c) {

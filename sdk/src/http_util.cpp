@@ -3,19 +3,6 @@
 namespace wopbridge::http {
 namespace {
 
-int hex_digit(char c) noexcept {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 char lower(char c) noexcept {
     return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
@@ -36,6 +23,19 @@ std::string_view trim(std::string_view s) noexcept {
 }
 
 } // namespace
+
+int hex_digit(char c) noexcept {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
     if (a.size() != b.size()) {
@@ -70,6 +70,25 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_as_sp
         } else {
             out += c;
         }
+    }
+    return out;
+}
+
+std::string percent_decode_lenient(std::string_view text, bool plus_as_space) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '%' && text.size() - i >= 3) {
+            const int hi = hex_digit(text[i + 1]);
+            const int lo = hex_digit(text[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                out += static_cast<char>((hi << 4) | lo);
+                i += 2;
+                continue;
+            }
+        }
+        out += (c == '+' && plus_as_space) ? ' ' : c;
     }
     return out;
 }

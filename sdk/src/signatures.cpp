@@ -1,6 +1,7 @@
 // Signature helpers on OpenSSL. Every comparison of a secret-derived value goes through
 // constant_time_equal; every parser refuses rather than guesses.
 #include "wopbridge/signatures.hpp"
+#include "wopbridge/http_util.hpp"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -129,19 +130,6 @@ int b64_value(char c) noexcept {
     return -1;
 }
 
-int hex_value(char c) noexcept {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 std::string ascii_lower(std::string_view s) {
     std::string out(s);
     for (char& c : out) {
@@ -244,8 +232,8 @@ std::optional<std::string> from_hex(std::string_view hex) {
     std::string out;
     out.reserve(hex.size() / 2);
     for (std::size_t i = 0; i < hex.size(); i += 2) {
-        const int hi = hex_value(hex[i]);
-        const int lo = hex_value(hex[i + 1]);
+        const int hi = http::hex_digit(hex[i]);
+        const int lo = http::hex_digit(hex[i + 1]);
         if (hi < 0 || lo < 0) {
             return std::nullopt;
         }

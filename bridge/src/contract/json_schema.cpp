@@ -1,5 +1,7 @@
 #include "contract/json_schema.hpp"
 
+#include <wopbridge/http_util.hpp>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/url/parse.hpp>
@@ -103,40 +105,6 @@ std::pair<std::string, std::string> split_fragment(std::string_view uri) {
     return {std::string(uri.substr(0, hash)), std::string(uri.substr(hash + 1))};
 }
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-std::optional<std::string> percent_decode(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] != '%') {
-            out += s[i];
-            continue;
-        }
-        if (i + 2 >= s.size()) {
-            return std::nullopt;
-        }
-        int hi = hex_value(s[i + 1]);
-        int lo = hex_value(s[i + 2]);
-        if (hi < 0 || lo < 0) {
-            return std::nullopt;
-        }
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-    }
-    return out;
-}
 
 // Splits a decoded JSON Pointer ("/a/b~1c") into unescaped tokens; nullopt when malformed.
 std::optional<std::vector<std::string>> pointer_tokens(std::string_view ptr) {
@@ -658,7 +626,7 @@ struct schema_registry::impl {
             why = "no schema document '" + doc + "' in the registry";
             return std::nullopt;
         }
-        auto fragment = percent_decode(fragment_raw);
+        auto fragment = http::percent_decode(fragment_raw);
         if (!fragment) {
             why = "malformed percent-encoding in fragment";
             return std::nullopt;

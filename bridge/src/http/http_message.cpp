@@ -1,5 +1,7 @@
 #include "http/http_message.hpp"
 
+#include <wopbridge/http_util.hpp>
+
 #include <algorithm>
 #include <cctype>
 
@@ -11,44 +13,6 @@ std::string lower(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
-               return std::tolower(x) == std::tolower(y);
-           });
-}
-
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-// application/x-www-form-urlencoded decoding of one key or value.
-std::string form_decode(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '+') {
-            out.push_back(' ');
-        } else if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 &&
-                   hex_digit(s[i + 2]) >= 0) {
-            out.push_back(static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2])));
-            i += 2;
-        } else {
-            out.push_back(s[i]);
-        }
-    }
     return out;
 }
 
@@ -73,8 +37,8 @@ std::optional<std::string> http_request::query_param(std::string_view name) cons
         auto pair = rest.substr(0, amp);
         rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
         auto eq = pair.find('=');
-        if (form_decode(pair.substr(0, eq)) == name) {
-            return eq == std::string_view::npos ? std::string() : form_decode(pair.substr(eq + 1));
+        if (percent_decode_lenient(pair.substr(0, eq), true) == name) {
+            return eq == std::string_view::npos ? std::string() : percent_decode_lenient(pair.substr(eq + 1), true);
         }
     }
     return std::nullopt;

@@ -1,5 +1,7 @@
 #include "http/router.hpp"
 
+#include <wopbridge/http_util.hpp>
+
 #include <array>
 #include <vector>
 
@@ -77,37 +79,6 @@ std::vector<std::string_view> split(std::string_view path) {
     return out;
 }
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-std::string percent_decode(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '%' && i + 2 < s.size()) {
-            int hi = hex_value(s[i + 1]);
-            int lo = hex_value(s[i + 2]);
-            if (hi >= 0 && lo >= 0) {
-                out.push_back(static_cast<char>(hi * 16 + lo));
-                i += 2;
-                continue;
-            }
-        }
-        out.push_back(s[i]);
-    }
-    return out;
-}
-
 // Matches one pattern against the path segments; fills params.
 bool match_pattern(const route& r, const std::vector<std::string_view>& segs,
                    std::string_view path, std::map<std::string, std::string>& params) {
@@ -143,7 +114,7 @@ bool match_pattern(const route& r, const std::vector<std::string_view>& segs,
         if (segs[i].empty()) {
             return false;
         }
-        found[name] = percent_decode(segs[i]);
+        found[name] = percent_decode_lenient(segs[i]);
     }
     params = std::move(found);
     return true;

@@ -16,9 +16,15 @@ using param_list = std::vector<std::pair<std::string, std::string>>;
 // ASCII case-insensitive equality (header names).
 bool iequals(std::string_view a, std::string_view b) noexcept;
 
+// The value of one hexadecimal digit (either case), or -1.
+int hex_digit(char c) noexcept;
+
 // Decodes %XX escapes (and '+' as a space when plus_as_space). nullopt on a truncated or non-hex
 // escape. Decoded bytes are returned as-is (no UTF-8 validation).
 std::optional<std::string> percent_decode(std::string_view text, bool plus_as_space = false);
+// The same, but a '%' that does not start a well-formed escape is kept as it is (what servers do
+// with request paths, lenient form bodies and RFC 8187 values); never fails.
+std::string percent_decode_lenient(std::string_view text, bool plus_as_space = false);
 
 // Encodes everything outside unreserved (A-Z a-z 0-9 - . _ ~) as %XX; with space_as_plus, ' ' ->
 // '+'.
