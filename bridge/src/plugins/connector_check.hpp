@@ -6,7 +6,7 @@
 //
 // Every check that calls into the module runs in a forked child process (one per phase), so a
 // module that crashes or hangs becomes a FAIL line naming the check it was in, not a dead kit. The
-// child drives the module against a checking host (a real wb_host_api table, see the .cpp) that
+// child drives the module against a checking host (a real wb_host_api table, check_host.hpp) that
 // records calls and flags protocol violations.
 
 #include <string>
