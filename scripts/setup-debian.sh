@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev libnats-dev libhiredis-dev
+  libcctz-dev
   libgtest-dev libgmock-dev json-schema-test-suite
   python3 curl openssl sqlite3 procps
 )

@@ -149,16 +149,23 @@ TEST_F(CronTest, IanaZoneFollowsDaylightSavingTime) {
     EXPECT_EQ(next("0 2 * * *", utc(2040, 12, 10), "Europe/Berlin"), utc(2040, 12, 10, 1));
 }
 
-TEST_F(CronTest, ParsesPosixRules) {
-    time_zone::posix_rule r;
-    ASSERT_TRUE(time_zone::parse_posix_rule("EST5EDT,M3.2.0,M11.1.0", r));
-    EXPECT_EQ(r.std_offset, -5 * 3600);
-    EXPECT_EQ(r.dst_offset, -4 * 3600);
-    EXPECT_EQ(r.start.month, 3);
-    ASSERT_TRUE(time_zone::parse_posix_rule("<+0330>-3:30", r));
-    EXPECT_EQ(r.std_offset, 3 * 3600 + 1800);
-    EXPECT_FALSE(r.has_dst);
-    EXPECT_FALSE(time_zone::parse_posix_rule("X", r));
+TEST_F(CronTest, FooterRulesAndUnknownZones) {
+    std::string err;
+    if (!time_zone::load("America/New_York", err)) {
+        GTEST_SKIP() << "no system tz database: " << err;
+    }
+    // 2100 is past every transition in the file: its footer rule (EST5EDT,M3.2.0,M11.1.0) decides.
+    auto ny = time_zone::load("America/New_York", err);
+    EXPECT_EQ(ny->offset_at(utc(2100, 1, 15) / 1000), -5 * 3600);
+    EXPECT_EQ(ny->offset_at(utc(2100, 7, 15) / 1000), -4 * 3600);
+    EXPECT_EQ(time_zone::load("Asia/Tehran", err)->offset_at(utc(2100, 1, 15) / 1000), 3 * 3600 + 1800);
+    // A region directory and a name the database lacks are refused, with the name.
+    for (const char* name : {"Europe", "Mars/Olympus_Mons"}) {
+        err.clear();
+        EXPECT_FALSE(time_zone::load(name, err)) << name;
+        EXPECT_NE(err.find(name), std::string::npos) << err;
+    }
+    EXPECT_FALSE(time_zone::load("../etc/passwd", err));
 }
 
 } // namespace
