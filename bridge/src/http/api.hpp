@@ -118,10 +118,7 @@ private:
     void pump_sse(const std::shared_ptr<sse_session>& s);
     void end_sse(const std::shared_ptr<sse_session>& s, bool close_stream);
     void arm_keepalive(const std::shared_ptr<sse_session>& s);
-    struct change_session;
-    void arm_changes(const std::shared_ptr<change_session>& s);
-    void arm_changes_keepalive(const std::shared_ptr<change_session>& s);
-    void end_changes(const std::shared_ptr<change_session>& s, bool close_stream);
+    void arm_changes(const std::shared_ptr<sse_session>& s);
 
     // true = refused: the 429 was sent.
     bool rate_limited_by_address(context& ctx);

@@ -4,6 +4,7 @@
 #include "contract/wire.hpp"
 #include "http/api.hpp"
 #include "http/api_helpers.hpp"
+#include "http/sse_session.hpp"
 
 #include <boost/json/array.hpp>
 
@@ -24,17 +25,6 @@ struct http_api::poll_wait {
     std::uint64_t waiter = 0;
 };
 
-struct http_api::sse_session {
-    std::shared_ptr<context> ctx;
-    std::shared_ptr<response_stream> stream;
-    std::mutex mu;
-    bool ended = false;
-    bool reading = false; // a pump is running or queued
-    std::int64_t last_sequence = -1;
-    std::uint64_t watch = 0;
-    std::uint64_t keepalive = 0;
-    std::uint64_t waiter = 0;
-};
 
 namespace {
 
@@ -374,6 +364,7 @@ void http_api::arm_keepalive(const std::shared_ptr<sse_session>& s) {
 
 void http_api::end_sse(const std::shared_ptr<sse_session>& s, bool close_stream) {
     std::uint64_t watch = 0;
+    std::uint64_t flush = 0;
     std::uint64_t keepalive = 0;
     std::uint64_t waiter = 0;
     {
@@ -383,14 +374,19 @@ void http_api::end_sse(const std::shared_ptr<sse_session>& s, bool close_stream)
         }
         s->ended = true;
         watch = s->watch;
+        flush = s->flush;
         keepalive = s->keepalive;
         waiter = s->waiter;
     }
-    if (watch) {
+    if (watch && s->kind == sse_session::follows::changes) {
+        bridge_.cancel_changes_watch(watch);
+    } else if (watch) {
         bridge_.cancel_watch(watch);
     }
-    if (keepalive) {
-        tasks_.cancel(keepalive);
+    for (auto t : {flush, keepalive}) {
+        if (t) {
+            tasks_.cancel(t);
+        }
     }
     if (waiter) {
         remove_waiter(waiter);
