@@ -7,12 +7,14 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev libnats-dev libhiredis-dev
-  libcctz-dev
+  librdkafka-dev libcctz-dev
   libgtest-dev libgmock-dev json-schema-test-suite
   python3 curl openssl sqlite3 procps
 )
 # libnats-dev (nats.c 3.4.1) builds the nats connector; the broker is the `nats` group.
 # libhiredis-dev (hiredis 0.14.1) builds the queue connector; Redis itself is the `redis` group.
+# librdkafka-dev (2.0.2) builds the kafka connector; its tests and example use librdkafka's own mock
+# cluster (Debian ships no Kafka broker), so there is no kafka group. libcctz-dev reads time zones.
 # Extra groups, requested by name: postgres, redis, nats, browser, fuzz, bench.
 for group in "$@"; do
   case "$group" in

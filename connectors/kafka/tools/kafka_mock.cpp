@@ -3,8 +3,9 @@
 // bridge's kafka connector (a real librdkafka consumer) runs against it unchanged.
 //
 //   kafka-mock cluster [--brokers N] [--topic NAME[:PARTITIONS]]...
-//       hosts a cluster; prints "bootstrap HOST:PORT,..." and runs until stdin closes or SIGINT/
-//       SIGTERM. Lines on stdin: "down ID" / "up ID" take a broker down or up (an outage).
+//       hosts a cluster; prints "bootstrap HOST:PORT,..." and runs until SIGINT/SIGTERM (or, when
+//       stdin is a pipe, until it closes). Lines on such a stdin: "down ID" / "up ID" take a
+//       broker down or up (an outage).
 //   kafka-mock produce --bootstrap SERVERS --topic T [--count N] [--key K] [--quiet] VALUE
 //       produces VALUE (each "{n}" replaced by 0..N-1) and waits for the acks; prints
 //       "<topic>/<partition>/<offset>" per record unless --quiet.
@@ -21,6 +22,7 @@
 #include <iostream>
 #include <poll.h>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -97,8 +99,14 @@ int cluster(int argc, char** argv) {
     std::signal(SIGTERM, on_signal);
     std::printf("bootstrap %s\n", rd_kafka_mock_cluster_bootstraps(mc));
     std::fflush(stdout);
+    struct stat st{};
+    const bool commands = ::fstat(STDIN_FILENO, &st) == 0 && S_ISFIFO(st.st_mode);
     std::string line;
     while (!stop_requested) {
+        if (!commands) {
+            ::pause(); // until a signal
+            continue;
+        }
         pollfd p{STDIN_FILENO, POLLIN, 0};
         const int r = ::poll(&p, 1, 200);
         if (r <= 0) {
