@@ -6,7 +6,8 @@ librdkafka's mock cluster (build/bin/kafka-mock: Debian ships no Kafka broker; t
 loopback TCP, in memory), a topic of --partitions partitions with N records produced (and acked)
 before the bridge starts, then the real `wopbridge serve` with the local run ledger and the kafka
 connector reading that backlog from the beginning. The clock starts when the bridge reports its
-port (so it includes joining the group) and stops when `wopbridge_delivery_attempts_total{outcome=
+port and the member
+has its partitions (joining the group is reported apart, join_s) and stops when `wopbridge_delivery_attempts_total{outcome=
 "delivered"}` (a committed run.started) reaches N; the group's committed offsets must then be at
 the end of every partition. One JSON object on stdout. bench/run calls it as scenario (9); by hand:
 
@@ -114,7 +115,16 @@ subscriptions:
                 time.sleep(0.02)
         if bport is None:
             raise RuntimeError(f"wopbridge serve did not start (see {log_path})")
+        # The clock starts once the member has its partitions: joining the group (the mock's
+        # initial rebalance delay, a few seconds) is reported apart as join_s.
+        t_port = time.time()
+        while time.time() - t_port < 60:
+            with open(log_path, errors="replace") as f:
+                if "consuming: assigned" in f.read():
+                    break
+            time.sleep(0.02)
         t0 = time.time()
+        join_s = t0 - t_port
         base = f"http://127.0.0.1:{bport}"
         n = 0
         samples = []
@@ -137,6 +147,7 @@ subscriptions:
             "seconds": round(elapsed, 3),
             "messages_per_s": round(n / elapsed, 1) if elapsed > 0 else None,
             "publish_s": round(publish_s, 3),
+            "join_s": round(join_s, 3),
             "partitions": a.partitions,
             "max_in_flight": a.max_in_flight,
             "group_after": offsets,

@@ -598,6 +598,21 @@ void consumer_worker::close_client() {
             }
         }
         commit(false);
+        // The last commits answered (or failed), so the group holds them before we leave it.
+        for (;;) {
+            {
+                std::lock_guard lock(mu_);
+                const bool unconfirmed = std::any_of(parts_.begin(), parts_.end(), [](const auto& e) {
+                    return e.second.sent > e.second.confirmed;
+                });
+                if (!unconfirmed || clock::now() >= deadline_) {
+                    break;
+                }
+            }
+            if (auto* m = rd_kafka_consumer_poll(rk_, 20)) {
+                rd_kafka_message_destroy(m);
+            }
+        }
         std::size_t left = 0;
         {
             std::lock_guard lock(mu_);

@@ -39,6 +39,8 @@ bool check_client(const connector_settings& s, bool make_client, std::string& er
         rd_kafka_conf_destroy(conf);
         return true;
     }
+    // A probe, destroyed at once: its own connection attempts are not worth a log line.
+    rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int, const char*, const char*) {});
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     if (rk == nullptr) {
         rd_kafka_conf_destroy(conf);

@@ -88,6 +88,14 @@ class KafkaModuleTest : public ::testing::Test {
 
     bool all_committed() { return group_->all_committed(topic, partitions); }
 
+    static std::string lines_of(const connector_harness& h) {
+        std::string out;
+        for (const auto& l : h.log_lines()) {
+            out += l + "\n";
+        }
+        return out;
+    }
+
     std::map<std::string, int> count(wb_submit_status outcome) const {
         std::map<std::string, int> out;
         for (const auto& s : harness_->submits()) {
@@ -232,7 +240,7 @@ TEST_F(KafkaModuleTest, RepeatedRefusalsBackOffAndResumeOnAcceptance) {
     // retryDelayMs is 50: without a backoff that is ~30 submits in 1.5 s; doubling gives ~5.
     EXPECT_FALSE(eventually([&] { return harness_->submits().size() >= 12; }, 1500ms))
         << harness_->submits().size() << " submits of one refused record";
-    EXPECT_EQ(committed(0), -1);
+    EXPECT_LE(committed(0), rec.offset); // never past the refused record
     harness_->set_submit_mode(submit_mode::accept);
     ASSERT_TRUE(eventually([&] { return count(WB_SUBMIT_ACCEPTED)[rec.id()] == 1; }, 40s));
     EXPECT_TRUE(eventually([&] { return committed(0) == 1; }));
@@ -323,7 +331,8 @@ TEST_F(KafkaModuleTest, BrokerOutageIsLoggedAndConsumptionResumes) {
     cluster_.down();
     ASSERT_TRUE(eventually([&] { return logged("connection lost: all brokers down"); }, 30s));
     cluster_.up();
-    ASSERT_TRUE(eventually([&] { return logged("connection regained"); }, 30s));
+    ASSERT_TRUE(eventually([&] { return logged("connection regained"); }, 30s))
+        << lines_of(*harness_);
     const auto b = produce("b", {}, 0);
     ASSERT_TRUE(eventually([&] { return count(WB_SUBMIT_ACCEPTED).count(b.id()) == 1; }, 30s));
     EXPECT_TRUE(eventually([&] { return committed(0) == 2; }, 20s));
@@ -335,8 +344,10 @@ TEST_F(KafkaModuleTest, TwoMembersOfOneGroupShareThePartitions) {
     connector_harness other("kafka");
     ASSERT_EQ(other.bring_up(config(), kafka_sub("sub-1", beginning)), WB_OK);
     // Both are members once the group rebalanced across them.
-    ASSERT_TRUE(eventually([&] { return logged("consuming: assigned", &other); }, 40s));
-    ASSERT_TRUE(eventually([&] { return logged("revoked"); }, 40s));
+    ASSERT_TRUE(eventually([&] { return logged("consuming: assigned", &other); }, 40s))
+        << lines_of(*harness_) << lines_of(other);
+    ASSERT_TRUE(eventually([&] { return logged("revoked"); }, 40s))
+        << lines_of(*harness_) << lines_of(other);
     ASSERT_TRUE(eventually([&] {
         const auto lines = harness_->log_lines();
         return std::count_if(lines.begin(), lines.end(), [](const std::string& l) {

@@ -1,0 +1,411 @@
+// The kafka connector through the real `wopbridge serve` and librdkafka's mock cluster, hosted by
+// this test process on loopback TCP (Debian has no Kafka broker), with records produced by the
+// real client: one run per record caused by its delivered attempt, a SIGKILLed bridge that loses
+// and duplicates nothing, a record whose run never starts dead-lettered and committed, a broker
+// outage under a running bridge, and two nodes on PostgreSQL in one consumer group. Every check
+// goes through the REST API (deliveries, runs, poll, dead letters) or the group's committed
+// offsets in the cluster.
+#include "support/eventually.hpp"
+#include "support/http_client.hpp"
+#include "support/http_test_server.hpp"
+#include "support/kafka_mock.hpp"
+#include "support/postgres_server.hpp"
+#include "support/serve_process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace wopbridge::testing {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+constexpr const char* api_key = "hk_kafka";
+constexpr const char* sub_id = "orders";
+constexpr const char* topic = "orders";
+constexpr const char* group = "wopbridge";
+constexpr int partitions = 3;
+const std::string host_key(32, 'k');
+
+struct config_options {
+    std::string runs = "runs: {local: {workflows: [{id: order-intake}]}}\n";
+    int max_in_flight = 64;
+    std::string store{}; // default: SQLite (sqlite_serve_prelude)
+};
+
+class KafkaServeTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ASSERT_TRUE(cluster_.create_topic(topic, partitions));
+        const int fd = ::open(dir_.file("host.key").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(::write(fd, host_key.data(), host_key.size()),
+                  static_cast<ssize_t>(host_key.size()));
+        ::close(fd);
+    }
+
+    std::string write_config(const config_options& o = {},
+                             const std::string& name = "wopbridge.yaml") {
+        const std::string path = dir_.file(name);
+        std::ofstream out(path);
+        if (o.store.empty()) {
+            out << sqlite_serve_prelude(api_key);
+        } else {
+            out << "server: {listen: \"127.0.0.1:0\"}\n"
+                   "auth:\n"
+                   "  apiKeys:\n"
+                   "    - {key: "
+                << api_key << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
+                << o.store << "hostKeyFile: host.key\n";
+        }
+        out << o.runs
+            << "delivery:\n"
+               "  retryPolicy: {maxAttempts: 3, backoff: none}\n"
+               // An attempt in flight when the bridge is SIGKILLed is retried after its lease.
+               "  lease: 2s\n"
+               "  breaker: {failureThreshold: 100}\n"
+               "deadLetter: {maxPageSize: 1000}\n"
+               "connectors:\n"
+               "  - name: kafka-orders\n"
+               "    module: kafka\n"
+               "    settings: {bootstrapServers: \""
+            << cluster_.bootstrap() << "\", maxInFlight: " << o.max_in_flight
+            << ", pollWaitMs: 50, commitIntervalMs: 20, retryDelayMs: 100, sessionTimeoutMs: "
+               "6000, reconnectBackoffMs: 50, reconnectBackoffMaxMs: 200}\n"
+               "subscriptions:\n"
+               "  - id: "
+            << sub_id
+            << "\n"
+               "    source: queue\n"
+               "    connector: kafka-orders\n"
+               "    workflowId: order-intake\n"
+               "    settings: {topics: ["
+            << topic << "], groupId: " << group << ", startFrom: beginning}\n";
+        return path;
+    }
+
+    std::string config() const { return dir_.file("wopbridge.yaml"); }
+    std::string log_file() const { return dir_.file("serve.log"); }
+    std::string log_text() const { return read_text_file(log_file()); }
+
+    static json::value get_json(const serve_process& serve, const std::string& path) {
+        http_call c;
+        c.url = serve.url() + path;
+        c.headers = {{"authorization", std::string("Bearer ") + api_key}};
+        auto r = perform(c);
+        if (r.status != 200) {
+            ADD_FAILURE() << path << " answered " << r.status << " " << r.body << r.error;
+            return json::value{};
+        }
+        return json::parse(r.body);
+    }
+
+    static json::array deliveries(const serve_process& serve) {
+        auto v = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id +
+                                     "/deliveries?limit=1000");
+        if (!v.is_object()) {
+            return {};
+        }
+        EXPECT_FALSE(v.as_object().contains("nextCursor"));
+        return v.at("deliveries").as_array();
+    }
+
+    static std::size_t delivered_count(const serve_process& serve) {
+        std::size_t n = 0;
+        for (const auto& d : deliveries(serve)) {
+            n += d.at("status").as_string() == "delivered" ? 1 : 0;
+        }
+        return n;
+    }
+
+    std::vector<produced_record> produce(int n, int first = 0) {
+        std::vector<std::string> values;
+        for (int i = 0; i < n; ++i) {
+            values.push_back(R"({"n":)" + std::to_string(first + i) + R"(,"customer":"c-)" +
+                             std::to_string((first + i) % 7) + "\"}");
+        }
+        kafka_producer p(cluster_.bootstrap());
+        auto recs = p.produce_all(topic, values);
+        EXPECT_EQ(recs.size(), values.size()) << p.error;
+        return recs;
+    }
+
+    bool all_committed() { return group_reader().all_committed(topic, partitions); }
+
+    kafka_group_reader& group_reader() {
+        if (!reader_) {
+            reader_ = std::make_unique<kafka_group_reader>(cluster_.bootstrap(), group);
+        }
+        return *reader_;
+    }
+
+    // Every produced record made exactly one delivery (one distinct dedup key each), delivered,
+    // with its own run; and each run's run.started is caused by the trigger.delivery.attempted
+    // that delivered it.
+    void expect_one_run_per_record(const serve_process& serve, std::size_t records,
+                                   bool check_causation) {
+        const auto all = deliveries(serve);
+        EXPECT_EQ(all.size(), records);
+        std::set<std::string> seen_keys;
+        std::set<std::string> runs;
+        std::map<std::string, std::string> key_of_run;
+        for (const auto& dv : all) {
+            const auto& d = dv.as_object();
+            const std::string key(d.at("dedupKey").as_string());
+            EXPECT_TRUE(seen_keys.insert(key).second) << "two deliveries of one record: " << key;
+            EXPECT_EQ(d.at("status").as_string(), "delivered") << json::serialize(d);
+            ASSERT_TRUE(d.contains("runId")) << json::serialize(d);
+            const std::string run(d.at("runId").as_string());
+            EXPECT_TRUE(runs.insert(run).second);
+            key_of_run[run] = key;
+        }
+        EXPECT_EQ(runs.size(), records);
+        if (!check_causation) {
+            return;
+        }
+        for (const auto& run_id : runs) {
+            const auto poll = get_json(serve, "/v1/runs/" + run_id + "/events/poll?timeout=1");
+            ASSERT_TRUE(poll.is_object());
+            std::string attempt_event_id;
+            std::string causation;
+            int started = 0;
+            for (const auto& ev : poll.at("events").as_array()) {
+                const auto& e = ev.as_object();
+                if (e.at("type").as_string() == "trigger.delivery.attempted") {
+                    const auto& p = e.at("payload").as_object();
+                    if (p.at("outcome").as_string() == "delivered") {
+                        EXPECT_EQ(p.at("runId").as_string(), run_id);
+                        EXPECT_EQ(p.at("dedupKey").as_string(), key_of_run[run_id]);
+                        attempt_event_id = e.at("eventId").as_string();
+                    }
+                } else if (e.at("type").as_string() == "run.started") {
+                    ++started;
+                    if (e.contains("causationId")) {
+                        causation = e.at("causationId").as_string();
+                    }
+                }
+            }
+            EXPECT_EQ(started, 1) << run_id;
+            EXPECT_FALSE(attempt_event_id.empty()) << run_id;
+            EXPECT_EQ(causation, attempt_event_id) << run_id;
+        }
+    }
+
+    kafka_mock cluster_;
+    std::unique_ptr<kafka_group_reader> reader_;
+    temp_dir dir_;
+};
+
+TEST_F(KafkaServeTest, EachProducedRecordStartsOneRunCausedByItsDeliveredAttempt) {
+    write_config();
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    const auto doc = get_json(serve, "/.well-known/openwop");
+    ASSERT_TRUE(doc.is_object());
+    EXPECT_EQ(json::serialize(doc.at("queueBus")), R"({"supported":true,"backends":["kafka"]})");
+
+    auto recs = produce(6);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == recs.size(); }, 30s))
+        << log_text();
+    expect_one_run_per_record(serve, recs.size(), true);
+    EXPECT_TRUE(eventually([&] { return all_committed(); }));
+    EXPECT_NE(log_text().find("consuming: assigned"), std::string::npos);
+
+    // The same content again is a new record (new offset), so a new run.
+    produce(1, 0);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == recs.size() + 1; }))
+        << log_text();
+    expect_one_run_per_record(serve, recs.size() + 1, false);
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    EXPECT_TRUE(all_committed());
+}
+
+TEST_F(KafkaServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
+    // A small in-flight window keeps the bridge mid-stream for a while.
+    write_config({.max_in_flight = 8});
+    constexpr int total = 300;
+    constexpr int backlog = 200; // produced before the bridge starts: busy from the start
+    produce(backlog);
+
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    std::thread producer([&] {
+        for (int first = backlog; first < total; first += 20) {
+            produce(20, first);
+        }
+    });
+    // Kill once a good part is committed in the group and some is not.
+    std::int64_t committed_at_kill = 0;
+    const bool consumed_some = eventually([&] {
+        auto c = group_reader().committed(topic, partitions);
+        if (!c) {
+            return false;
+        }
+        std::int64_t sum = 0;
+        for (const auto& [p, off] : *c) {
+            sum += std::max<std::int64_t>(0, off);
+        }
+        committed_at_kill = sum;
+        return sum >= 40;
+    }, 60s);
+    serve.signal(SIGKILL);
+    const int killed = serve.wait_exit();
+    producer.join();
+    ASSERT_TRUE(consumed_some) << log_text();
+    EXPECT_EQ(killed, -1);
+    EXPECT_LT(committed_at_kill, total);
+    RecordProperty("committed_at_kill", std::to_string(committed_at_kill));
+
+    serve_process again;
+    ASSERT_TRUE(again.start(config(), log_file())) << again.error;
+    ASSERT_TRUE(eventually([&] { return delivered_count(again) >= total; }, 90s)) << log_text();
+    ASSERT_TRUE(eventually([&] { return all_committed(); }, 30s));
+    expect_one_run_per_record(again, total, true);
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.wait_exit(), 0) << log_text();
+}
+
+TEST_F(KafkaServeTest, RecordWhoseRunNeverStartsIsDeadLetteredAndCommitted) {
+    // The run host refuses the first three starts with a 500 (retryable), then starts runs.
+    fake_runs_host runs_host;
+    for (int i = 0; i < 3; ++i) {
+        runs_host.script(http_response{500,
+                                       {{"content-type", "application/json"}},
+                                       R"({"error":"internal_error","message":"down"})"});
+    }
+    write_config({.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() +
+                          "\", timeout: 2s}}\n"});
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    produce(1);
+    const std::string sub_path = std::string("/v1/trigger-subscriptions/") + sub_id;
+    json::array dead;
+    ASSERT_TRUE(eventually([&] {
+        auto page = get_json(serve, sub_path + "/dead-letters?limit=10");
+        if (!page.is_object()) {
+            return false;
+        }
+        dead = page.at("deliveries").as_array();
+        return !dead.empty();
+    }, 30s)) << log_text();
+    ASSERT_EQ(dead.size(), 1u);
+    const auto& rec = dead[0].as_object();
+    EXPECT_EQ(rec.at("attempt").at("outcome").as_string(), "dead-lettered");
+    EXPECT_EQ(rec.at("attempt").at("attempt").as_int64(), 3); // the retry policy's maxAttempts
+    EXPECT_EQ(runs_host.requests().size(), 3u);
+    const auto all = deliveries(serve);
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].at("status").as_string(), "dead_lettered");
+    // Committed once the bridge committed it: the poison record is not read again.
+    EXPECT_TRUE(eventually([&] { return all_committed(); }));
+
+    // Exhaustion dead-letters the subscription: later records are refused by the host and held
+    // back (partitions paused, offsets not committed) until an operator re-activates it.
+    EXPECT_EQ(get_json(serve, sub_path).at("subscription").at("state").as_string(),
+              "dead-lettered");
+    produce(1, 1);
+    ASSERT_TRUE(eventually([&] {
+        return log_text().find("submit refused (subscription_not_active)") != std::string::npos;
+    })) << log_text();
+    EXPECT_FALSE(all_committed());
+    EXPECT_EQ(deliveries(serve).size(), 1u);
+    http_call patch;
+    patch.method = "PATCH";
+    patch.url = serve.url() + sub_path;
+    patch.headers = {{"authorization", std::string("Bearer ") + api_key},
+                     {"content-type", "application/json"}};
+    patch.body = R"({"state":"active"})";
+    ASSERT_EQ(perform(patch).status, 200);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 1; }, 40s)) << log_text();
+    EXPECT_TRUE(eventually([&] { return all_committed(); }));
+    EXPECT_EQ(deliveries(serve).size(), 2u);
+    EXPECT_EQ(runs_host.runs_created(), 1);
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+}
+
+TEST_F(KafkaServeTest, BrokerOutageIsSurvivedAndLaterRecordsStartRuns) {
+    write_config();
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    produce(3);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 3; }, 30s)) << log_text();
+    ASSERT_TRUE(eventually([&] { return all_committed(); }));
+
+    const auto log_before = log_text().size();
+    cluster_.down();
+    ASSERT_TRUE(eventually([&] {
+        return log_text().substr(log_before).find("connection lost") != std::string::npos;
+    }, 30s)) << log_text();
+    // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
+    const auto sub = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id);
+    ASSERT_TRUE(sub.is_object());
+    EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
+
+    cluster_.up();
+    ASSERT_TRUE(eventually([&] {
+        return log_text().substr(log_before).find("connection regained") != std::string::npos;
+    }, 30s)) << log_text();
+    produce(4, 100);
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 7; }, 30s)) << log_text();
+    EXPECT_TRUE(eventually([&] { return all_committed(); }));
+    expect_one_run_per_record(serve, 7, true);
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+}
+
+TEST_F(KafkaServeTest, TwoNodesOnPostgresInOneGroupStartOneRunPerRecord) {
+    auto* pg = postgres_server::shared();
+    if (pg == nullptr) {
+        GTEST_SKIP() << "PostgreSQL unavailable: " << postgres_server::shared_unavailable_reason();
+    }
+    const auto db = pg->create_database();
+    ASSERT_FALSE(db.empty());
+    config_options o;
+    o.store = "store: {postgres: {url: \"" + pg->url(db) + "\"}}\n";
+    o.max_in_flight = 8;
+    const auto cfg0 = write_config(o, "node0.yaml");
+    const auto cfg1 = write_config(o, "node1.yaml");
+    serve_process node0;
+    serve_process node1;
+    ASSERT_TRUE(node0.start(cfg0, dir_.file("node0.log"))) << node0.error;
+    ASSERT_TRUE(node1.start(cfg1, dir_.file("node1.log"))) << node1.error;
+    // Produced while the group forms and rebalances across the two: records move between
+    // members mid-stream, the shared store's dedup keeps them one run each.
+    constexpr int total = 120;
+    produce(total / 2);
+    ASSERT_TRUE(eventually([&] {
+        return read_text_file(dir_.file("node0.log")).find("consuming: assigned") !=
+                   std::string::npos &&
+               read_text_file(dir_.file("node1.log")).find("consuming: assigned") !=
+                   std::string::npos;
+    }, 60s)) << read_text_file(dir_.file("node0.log")) << read_text_file(dir_.file("node1.log"));
+    produce(total / 2, total / 2);
+    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s))
+        << read_text_file(dir_.file("node0.log")) << read_text_file(dir_.file("node1.log"));
+    EXPECT_TRUE(eventually([&] { return all_committed(); }));
+    expect_one_run_per_record(node0, total, true);
+    node0.signal(SIGTERM);
+    node1.signal(SIGTERM);
+    EXPECT_EQ(node0.wait_exit(), 0);
+    EXPECT_EQ(node1.wait_exit(), 0);
+}
+
+} // namespace
+} // namespace wopbridge::testing
