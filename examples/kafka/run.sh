@@ -21,7 +21,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 "$mock" cluster --topic orders:3 >"$work/mock.txt" 2>&1 </dev/null & pids+=($!)
-for _ in $(seq 100); do grep -q '^bootstrap ' "$work/mock.txt" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs '^bootstrap ' "$work/mock.txt" && break; sleep 0.1; done
 bootstrap="$(awk '/^bootstrap /{print $2}' "$work/mock.txt")"
 echo "--- mock cluster at $bootstrap"
 # A fresh store beside the fresh cluster: a new topic numbers its offsets from 0 again, and the
@@ -43,7 +43,7 @@ grep -ho 'kafka\[[^"]*' "$work/serve.log" | tail -n 3 || true
 url="${WOPBRIDGE_URL:-http://127.0.0.1:8080}"
 api() { curl -fsS -H "authorization: Bearer $WOPBRIDGE_API_KEY" "$url$1"; }
 for _ in $(seq 200); do
-  n=$(api /v1/trigger-subscriptions/orders/deliveries | grep -o '"status":"delivered"' | wc -l)
+  n=$(api /v1/trigger-subscriptions/orders/deliveries | grep -o '"status":"delivered"' | wc -l || true)
   [ "$n" -ge 3 ] && break; sleep 0.1
 done
 echo "--- deliveries of subscription orders (each started one run):"
