@@ -11,6 +11,8 @@ namespace wopbridge::kafka {
 namespace {
 
 constexpr auto capacity_poll = std::chrono::milliseconds(50);
+// How long the in-flight bound may last before the partitions are paused.
+constexpr auto lasting_full = std::chrono::milliseconds(500);
 constexpr auto probe_every = std::chrono::milliseconds(500);
 constexpr int probe_timeout_ms = 300;
 // Cap of the pause after repeated refusals (or retryDelayMs, when larger).
@@ -163,16 +165,26 @@ void consumer_worker::set_paused(bool paused) {
 void consumer_worker::run() {
     while (!stopping_) {
         resubmit_due();
-        bool pause = false;
+        bool full = false;
+        bool hold = false;
+        auto now = clock::now();
         {
             std::lock_guard lock(mu_);
             // Backpressure: never hold more than maxInFlight records, never read while the host
             // is saturated or asked us to wait.
-            pause = held_.size() >= settings_.max_in_flight || clock::now() < paused_until_ ||
-                    !host_.has_capacity();
+            full = held_.size() >= settings_.max_in_flight;
+            hold = now < paused_until_ || !host_.has_capacity();
         }
-        set_paused(pause);
-        const auto now = clock::now();
+        // At the in-flight bound the loop first waits for room without polling (outcomes come
+        // within milliseconds at speed); only a bound that lasts pauses the partitions, which
+        // drops librdkafka's prefetch and costs a fetch round trip on resume.
+        if (!full) {
+            full_since_ = clock::time_point{};
+        } else if (full_since_ == clock::time_point{}) {
+            full_since_ = now;
+        }
+        const bool lasting = full && now - full_since_ >= lasting_full;
+        set_paused(hold || lasting);
         if (now >= next_commit_) {
             commit(false);
             next_commit_ = now + std::chrono::milliseconds(settings_.commit_interval_ms);
@@ -180,6 +192,14 @@ void consumer_worker::run() {
         if (down_ && now >= next_probe_) {
             probe_brokers();
         }
+        if (full && !hold && !lasting) {
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, std::chrono::milliseconds(10), [&] {
+                return stopping_.load() || held_.size() < settings_.max_in_flight;
+            });
+            continue;
+        }
+        const bool pause = hold || lasting;
         const auto wait = pause ? capacity_poll : std::chrono::milliseconds(settings_.poll_wait_ms);
         rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, static_cast<int>(wait.count()));
         if (m == nullptr) {

@@ -114,6 +114,7 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
 
     // Poll thread only.
     bool paused_ = false;
+    clock::time_point full_since_{}; // at the in-flight bound since
     bool down_ = false;
     clock::time_point next_probe_{};
     clock::time_point next_commit_{};
