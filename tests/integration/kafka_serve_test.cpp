@@ -5,6 +5,8 @@
 // outage under a running bridge, and two nodes on PostgreSQL in one consumer group. Every check
 // goes through the REST API (deliveries, runs, poll, dead letters) or the group's committed
 // offsets in the cluster.
+#include "support/build_paths.hpp"
+#include "support/child_process.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -45,6 +47,7 @@ const std::string host_key(32, 'k');
 struct config_options {
     std::string runs = "runs: {local: {workflows: [{id: order-intake}]}}\n";
     int max_in_flight = 64;
+    std::string extra_settings{}; // appended to the connector's settings, e.g. ", properties: {...}"
     std::string store{}; // default: SQLite (sqlite_serve_prelude)
 };
 
@@ -86,7 +89,8 @@ class KafkaServeTest : public ::testing::Test {
                "    settings: {bootstrapServers: \""
             << cluster_.bootstrap() << "\", maxInFlight: " << o.max_in_flight
             << ", pollWaitMs: 50, commitIntervalMs: 20, retryDelayMs: 100, sessionTimeoutMs: "
-               "6000, reconnectBackoffMs: 50, reconnectBackoffMaxMs: 200}\n"
+               "6000, reconnectBackoffMs: 50, reconnectBackoffMaxMs: 200"
+            << o.extra_settings << "}\n"
                "subscriptions:\n"
                "  - id: "
             << sub_id
@@ -234,6 +238,25 @@ TEST_F(KafkaServeTest, EachProducedRecordStartsOneRunCausedByItsDeliveredAttempt
     serve.signal(SIGTERM);
     EXPECT_EQ(serve.wait_exit(), 0) << log_text();
     EXPECT_TRUE(all_committed());
+}
+
+TEST_F(KafkaServeTest, SettingsThatWouldBreakTheContractAreRefusedAtStartWithTheReason) {
+    // Auto commit would commit records the bridge has not committed: refused by check-config and
+    // by serve, naming the property; so is a property librdkafka does not know.
+    write_config({.extra_settings = ", properties: {enable.auto.commit: true}"});
+    auto check = run_program({WOPBRIDGE_PROGRAM, "check-config", config()}, 30, {}, true);
+    EXPECT_NE(check.exit_code, 0) << check.stdout_text;
+    EXPECT_NE(check.stdout_text.find("enable.auto.commit"), std::string::npos)
+        << check.stdout_text;
+    serve_process serve;
+    EXPECT_FALSE(serve.start(config(), log_file(), 15));
+    EXPECT_NE(log_text().find("enable.auto.commit"), std::string::npos) << log_text();
+
+    write_config({.extra_settings = ", properties: {fetch.wait.maxi.ms: 5}"});
+    check = run_program({WOPBRIDGE_PROGRAM, "check-config", config()}, 30, {}, true);
+    EXPECT_NE(check.exit_code, 0) << check.stdout_text;
+    EXPECT_NE(check.stdout_text.find("fetch.wait.maxi.ms"), std::string::npos)
+        << check.stdout_text;
 }
 
 TEST_F(KafkaServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {

@@ -356,6 +356,18 @@ TEST_F(KafkaModuleTest, BrokerOutageIsLoggedAndConsumptionResumes) {
     EXPECT_EQ(count(WB_SUBMIT_ACCEPTED)[a.id()], 1);
 }
 
+TEST_F(KafkaModuleTest, StartsWithTheBrokersDownAndConsumesOnceTheyAnswer) {
+    cluster_.down();
+    bring_up(); // create and start do not wait for a broker
+    ASSERT_TRUE(eventually([&] { return logged("connection lost: all brokers down"); }, 30s))
+        << lines_of(*harness_);
+    cluster_.up();
+    const auto rec = produce("1", {}, 0);
+    ASSERT_TRUE(eventually([&] { return count(WB_SUBMIT_ACCEPTED).count(rec.id()) == 1; }, 30s))
+        << lines_of(*harness_);
+    EXPECT_TRUE(eventually([&] { return committed(0) == 1; }));
+}
+
 TEST_F(KafkaModuleTest, TwoMembersOfOneGroupShareThePartitions) {
     bring_up();
     connector_harness other("kafka");
