@@ -173,6 +173,13 @@ TEST_F(ConnectorCheckTest, NatsStopsCleanlyWithoutReachableBroker) {
     expect(r, "http.refuses-unsigned", check_result::skip, "WB_CAP_HTTP_INGEST");
 }
 
+TEST_F(ConnectorCheckTest, KafkaStopsCleanlyWithoutReachableBroker) {
+    const auto r = check(module("kafka"), R"({"bootstrapServers":"127.0.0.1:1","pollWaitMs":100})",
+                         R"({"topics":["kit"]})");
+    expect_clean(r);
+    expect(r, "http.refuses-unsigned", check_result::skip, "WB_CAP_HTTP_INGEST");
+}
+
 TEST_F(ConnectorCheckTest, BadAbiMajorFailsVersionGate) {
     const auto r = check(test_module("bad_abi_major"));
     expect(r, "abi.version", check_result::fail, "ABI major 2, host supports 1");
