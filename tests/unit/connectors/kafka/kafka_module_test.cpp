@@ -320,7 +320,7 @@ TEST_F(KafkaModuleTest, StopFinishesInFlightSubmitsAndCommits) {
     harness_->pause_submit_completion();
     produce("1", {}, 0);
     ASSERT_TRUE(harness_->wait_for_submits(1, 20s));
-    EXPECT_EQ(committed(0), -1);
+    EXPECT_LE(committed(0), 0); // at most up to the outstanding record, never past it
     // stop() lets the host complete the outcome and commits it before leaving the group.
     ASSERT_EQ(harness_->stop(), WB_OK);
     EXPECT_EQ(committed(0), 1);
