@@ -215,18 +215,44 @@ void consumer_worker::run() {
 
 void consumer_worker::probe_brokers() {
     next_probe_ = clock::now() + probe_every;
+    // An assigned partition's end offset asks its leader (a broker this member needs, so
+    // librdkafka reconnects to it); without an assignment, a metadata request to any broker.
+    std::optional<partition_key> any;
+    {
+        std::lock_guard lock(mu_);
+        if (!parts_.empty()) {
+            any = parts_.begin()->first;
+        }
+    }
+    bool answered = false;
+    if (any) {
+        std::int64_t lo = 0;
+        std::int64_t hi = 0;
+        answered = rd_kafka_query_watermark_offsets(rk_, any->first.c_str(), any->second, &lo, &hi,
+                                                    probe_timeout_ms) ==
+                   RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
     const struct rd_kafka_metadata* md = nullptr;
-    const auto e = rd_kafka_metadata(rk_, 0, nullptr, &md, probe_timeout_ms);
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr) {
-        const int brokers = md->broker_cnt;
-        rd_kafka_metadata_destroy(md);
+    if (!answered &&
+        rd_kafka_metadata(rk_, 0, nullptr, &md, probe_timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        md != nullptr) {
+        answered = true;
+    }
+    if (answered) {
+        const int brokers = md != nullptr ? md->broker_cnt : 0;
+        if (md != nullptr) {
+            rd_kafka_metadata_destroy(md);
+        }
         down_ = false;
         {
             std::lock_guard lock(log_mu_);
             last_error_.clear();
         }
-        log(wopbridge::log_level::info, "connection regained (" + std::to_string(brokers) +
-                                            " broker(s) answer); consuming again");
+        log(wopbridge::log_level::info,
+            "connection regained (" +
+                (brokers > 0 ? std::to_string(brokers) + " broker(s) answer"
+                             : std::string("the partitions' leader answers")) +
+                "); consuming again");
     }
 }
 
