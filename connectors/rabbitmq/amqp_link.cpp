@@ -140,6 +140,9 @@ std::unique_ptr<amqp_link> amqp_link::open(const connector_settings& s,
         return nullptr;
     }
     link->open_ = true;
+    // The heartbeat the broker and we agreed on in connection.tune.
+    link->heartbeat_ = std::chrono::milliseconds(1000LL * amqp_get_heartbeat(conn));
+    link->last_sent_ = link->last_heard_ = std::chrono::steady_clock::now();
     why = open_failure::refused;
     amqp_channel_open(conn, channel);
     auto r = amqp_get_rpc_reply(conn);
@@ -251,6 +254,34 @@ amqp_link::next_result amqp_link::next() {
     out.why = reply_text(r);
     open_ = false;
     return out;
+}
+
+bool amqp_link::keepalive(bool readable, std::string& why) {
+    if (heartbeat_.count() <= 0) {
+        return true;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (readable) {
+        last_heard_ = now; // the broker's heartbeats (every heartbeat/2) keep the socket readable
+    }
+    if (now - last_heard_ > heartbeat_ * 2) {
+        why = "no heartbeat from the broker for " + std::to_string(heartbeat_.count() * 2) + " ms";
+        open_ = false;
+        return false;
+    }
+    if (now - last_sent_ >= heartbeat_ / 2) {
+        amqp_frame_t hb{};
+        hb.frame_type = AMQP_FRAME_HEARTBEAT;
+        hb.channel = 0;
+        const int st = amqp_send_frame(conn_, &hb);
+        if (st != AMQP_STATUS_OK) {
+            why = std::string("heartbeat: ") + amqp_error_string2(st);
+            open_ = false;
+            return false;
+        }
+        last_sent_ = now;
+    }
+    return true;
 }
 
 bool amqp_link::ack(std::uint64_t tag, std::string& error) {

@@ -53,6 +53,10 @@ class amqp_link {
     };
     // Reads what is there without waiting (a started message is read to its end).
     next_result next();
+    // The client sends and checks heartbeats only inside waits that end on them, and next()
+    // never waits: so heartbeats are ours. Sends one every heartbeat/2; false (with why) once
+    // nothing came from the broker for two heartbeats. `readable`: the socket had data.
+    bool keepalive(bool readable, std::string& why);
 
     // False when the connection is gone (the broker requeues every unacked delivery).
     bool ack(std::uint64_t tag, std::string& error);
@@ -64,6 +68,9 @@ class amqp_link {
     explicit amqp_link(amqp_connection_state_t c) : conn_(c) {}
     amqp_connection_state_t conn_ = nullptr;
     bool open_ = false;
+    std::chrono::milliseconds heartbeat_{0};
+    std::chrono::steady_clock::time_point last_sent_{};
+    std::chrono::steady_clock::time_point last_heard_{};
 };
 
 } // namespace wopbridge::rabbitmq

@@ -179,13 +179,20 @@ void consumer_worker::run() {
         if (!stopping_) {
             submit_due();
         }
-        if (!link_->buffered()) {
+        bool readable = link_->buffered();
+        if (!readable) {
             pollfd fds[2] = {{link_->fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
             ::poll(fds, 2, poll_ms);
+            readable = (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
             if ((fds[1].revents & POLLIN) != 0) {
                 std::uint64_t n = 0;
                 [[maybe_unused]] const auto r = ::read(wake_fd_, &n, sizeof n);
             }
+        }
+        std::string why;
+        if (!link_->keepalive(readable, why)) {
+            drop_link(why);
+            continue;
         }
         read_frames();
     }
@@ -208,8 +215,8 @@ void consumer_worker::run() {
 }
 
 void consumer_worker::read_frames() {
-    // Always at least one call, even when the socket is quiet: the client sends its heartbeats
-    // from inside its reads. Bounded, so acks and submits are never starved.
+    // Always at least one call, even when the socket looked quiet (TLS may hold decrypted bytes).
+    // Bounded, so acks and submits are never starved.
     for (std::size_t i = 0; link_ && i < settings_.prefetch + 8; ++i) {
         auto r = link_->next();
         if (r.kind == amqp_link::next_kind::nothing) {

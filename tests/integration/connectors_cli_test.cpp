@@ -34,7 +34,8 @@ TEST_F(ConnectorsCliTest, VersionNamesTheReleaseAndTheConnectorAbi) {
 TEST_F(ConnectorsCliTest, ConnectorsListsEveryBuiltModule) {
     auto run = run_program({WOPBRIDGE_PROGRAM, "connectors", "--module-path", WOPBRIDGE_MODULE_DIR});
     ASSERT_EQ(run.exit_code, 0) << run.stdout_text;
-    for (const std::string name : {"email", "forms", "hello", "kafka", "nats", "queue", "slack", "sms"}) {
+    for (const std::string name :
+         {"email", "forms", "hello", "kafka", "nats", "queue", "rabbitmq", "slack", "sms"}) {
         // One row per module: name, a version, a status, the ABI, the module's path.
         bool found = false;
         std::size_t at = 0;

@@ -180,6 +180,14 @@ TEST_F(ConnectorCheckTest, KafkaStopsCleanlyWithoutReachableBroker) {
     expect(r, "http.refuses-unsigned", check_result::skip, "WB_CAP_HTTP_INGEST");
 }
 
+TEST_F(ConnectorCheckTest, RabbitmqStopsCleanlyWithoutReachableBroker) {
+    const auto r = check(module("rabbitmq"),
+                         R"({"url":"amqp://127.0.0.1:1/","connectTimeoutMs":100})",
+                         R"({"queue":"kit"})");
+    expect_clean(r);
+    expect(r, "http.refuses-unsigned", check_result::skip, "WB_CAP_HTTP_INGEST");
+}
+
 TEST_F(ConnectorCheckTest, BadAbiMajorFailsVersionGate) {
     const auto r = check(test_module("bad_abi_major"));
     expect(r, "abi.version", check_result::fail, "ABI major 2, host supports 1");
