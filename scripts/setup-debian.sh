@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev libnats-dev libhiredis-dev
-  librdkafka-dev libcctz-dev
+  librdkafka-dev librabbitmq-dev libcctz-dev
   libgtest-dev libgmock-dev json-schema-test-suite
   python3 curl openssl sqlite3 procps
 )
@@ -15,7 +15,8 @@ packages=(
 # libhiredis-dev (hiredis 0.14.1) builds the queue connector; Redis itself is the `redis` group.
 # librdkafka-dev (2.0.2) builds the kafka connector; its tests and example use librdkafka's own mock
 # cluster (Debian ships no Kafka broker), so there is no kafka group. libcctz-dev reads time zones.
-# Extra groups, requested by name: postgres, redis, nats, browser, fuzz, bench.
+# librabbitmq-dev (rabbitmq-c 0.11) builds the rabbitmq connector; the broker is the `rabbitmq` group.
+# Extra groups, requested by name: postgres, redis, nats, rabbitmq, browser, fuzz, bench.
 for group in "$@"; do
   case "$group" in
     postgres) packages+=(libpq-dev postgresql) ;;
@@ -23,6 +24,9 @@ for group in "$@"; do
     # The nats connector's tests start their own `nats-server -js` (2.9.10); the package also
     # installs a systemd unit, which the tests never use.
     nats) packages+=(nats-server) ;;
+    # The rabbitmq connector's tests start their own node (3.10.8, in a temp dir, with its own
+    # epmd); the package also installs a systemd unit, which the tests never use.
+    rabbitmq) packages+=(rabbitmq-server) ;;
     browser)
       packages+=(chromium)
       # Node.js may come from elsewhere (its npm is then bundled and Debian's npm conflicts with it).
@@ -33,8 +37,8 @@ for group in "$@"; do
     bench)
       # bench/run: gnuplot for the chart, Redis for the BullMQ peer, Node.js for the peer itself,
       # wrk and nginx-light for the generator check (wrk also measures peak ingest), nats-server
-      # for the JetStream scenario.
-      packages+=(gnuplot-nox redis-server redis-tools wrk nginx-light nats-server)
+      # for the JetStream scenario, rabbitmq-server for the RabbitMQ one.
+      packages+=(gnuplot-nox redis-server redis-tools wrk nginx-light nats-server rabbitmq-server)
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm)
       ;;

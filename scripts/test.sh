@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-./scripts/setup-debian.sh postgres redis nats browser
+./scripts/setup-debian.sh postgres redis nats rabbitmq browser
 # The compiler cache may serve these objects to other build directories (scripts/sanitize.sh).
 export CCACHE_NOHASHDIR=1
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -67,7 +67,8 @@ bool parse_url(const std::string& url, connector_settings& s) {
     }
     s.host = info.host;
     s.port = info.port;
-    s.vhost = info.vhost != nullptr ? info.vhost : "/";
+    // amqp://host/ reads as the empty vhost, which RabbitMQ never has: both mean the default.
+    s.vhost = info.vhost != nullptr && info.vhost[0] != '\0' ? info.vhost : "/";
     s.user = info.user != nullptr ? info.user : "guest";
     s.password = info.password != nullptr ? info.password : "guest";
     s.tls = info.ssl != 0;

@@ -42,7 +42,8 @@ TEST_F(ExamplesTest, EveryExampleConfigPassesCheckConfig) {
     }
     // One config per connector (and the quickstart).
     for (const char* name :
-         {"email", "forms", "hello-connector", "kafka", "nats", "queue", "quickstart", "slack", "sms"}) {
+         {"email", "forms", "hello-connector", "kafka", "nats", "queue", "quickstart", "rabbitmq",
+          "slack", "sms"}) {
         EXPECT_TRUE(checked.count(name)) << "examples/" << name << "/wopbridge.yaml is missing";
     }
 }

@@ -46,6 +46,9 @@ TEST(RabbitmqSettingsTest, ReadsTheUrlEverySettingAndFillsDefaults) {
     EXPECT_EQ(d->heartbeat_seconds, 30);
     EXPECT_EQ(d->name.rfind("wopbridge-", 0), 0u);
     EXPECT_EQ(redacted_url(*d), "amqp://localhost:5672/");
+    auto slash = parse_connector_settings(R"({"url":"amqp://localhost/"})", error);
+    ASSERT_TRUE(slash) << error;
+    EXPECT_EQ(slash->vhost, "/");
 }
 
 TEST(RabbitmqSettingsTest, UserAndPasswordSettingsOverrideTheUrls) {
