@@ -44,6 +44,7 @@ struct config_options {
     std::string runs = "runs: {local: {workflows: [{id: order-intake}]}}\n";
     int prefetch = 32;
     std::string store{}; // default: SQLite (sqlite_serve_prelude)
+    std::string url{};   // default: the suite's node
 };
 
 class RabbitmqServeTest : public ::testing::Test {
@@ -93,7 +94,7 @@ class RabbitmqServeTest : public ::testing::Test {
                "  - name: rabbit-orders\n"
                "    module: rabbitmq\n"
                "    settings: {url: \""
-            << broker_->url() << "\", prefetch: " << o.prefetch
+            << (o.url.empty() ? broker_->url() : o.url) << "\", prefetch: " << o.prefetch
             << ", reconnectWaitMs: 200, retryDelayMs: 100}\n"
                "subscriptions:\n"
                "  - id: "
@@ -339,6 +340,41 @@ TEST_F(RabbitmqServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStar
     EXPECT_TRUE(eventually([&] { return drained(); }));
     expect_one_run_per_message(serve, 7, true);
     stop_and_expect_all_acked(serve);
+}
+
+TEST_F(RabbitmqServeTest, BridgeStartedBeforeTheBrokerConsumesOnceItComesUp) {
+    rabbitmq_server late; // a node of its own, not started yet
+    write_config({.url = late.url()});
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    ASSERT_TRUE(eventually([&] {
+        return log_text().find("no broker reachable yet") != std::string::npos;
+    })) << log_text();
+    http_call health;
+    health.url = serve.url() + "/healthz";
+    EXPECT_EQ(perform(health).status, 200);
+
+    ASSERT_TRUE(late.start()) << late.error;
+    amqp_client client(late.port());
+    ASSERT_TRUE(client.declare_queue(queue_)) << client.error;
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto d = client.depth(queue_);
+            return d && d->consumers == 1;
+        },
+        30s))
+        << log_text();
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(client.publish(queue_, R"({"n":)" + std::to_string(i) + "}",
+                                   "late-" + std::to_string(i)));
+    }
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 3; })) << log_text();
+    expect_one_run_per_message(serve, 3, true);
+    serve.signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    auto d = client.depth(queue_);
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->ready, 0u);
 }
 
 TEST_F(RabbitmqServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
