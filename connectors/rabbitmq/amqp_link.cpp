@@ -19,9 +19,8 @@ timeval to_timeval(std::int64_t ms) {
 }
 
 std::string bytes(amqp_bytes_t b) {
-    return b.len == 0 || b.bytes == nullptr
-               ? std::string()
-               : std::string(static_cast<const char*>(b.bytes), b.len);
+    return b.len == 0 || b.bytes == nullptr ? std::string()
+                                            : std::string(static_cast<const char*>(b.bytes), b.len);
 }
 
 // A reply in one line: the broker's code and text, or the client's status text.
@@ -127,10 +126,9 @@ std::unique_ptr<amqp_link> amqp_link::open(const connector_settings& s,
     props[0].value.kind = AMQP_FIELD_KIND_UTF8;
     props[0].value.value.bytes = amqp_cstring_bytes(s.name.c_str());
     amqp_table_t table{1, props};
-    const auto login =
-        amqp_login_with_properties(conn, s.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE,
-                                   s.heartbeat_seconds, &table, AMQP_SASL_METHOD_PLAIN,
-                                   s.user.c_str(), s.password.c_str());
+    const auto login = amqp_login_with_properties(
+        conn, s.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE, s.heartbeat_seconds, &table,
+        AMQP_SASL_METHOD_PLAIN, s.user.c_str(), s.password.c_str());
     if (login.reply_type != AMQP_RESPONSE_NORMAL) {
         // A refused login mostly shows as the broker closing the socket (it says why in its own
         // log): the same class of failure as an unreachable broker for the caller's backoff.
@@ -150,19 +148,17 @@ std::unique_ptr<amqp_link> amqp_link::open(const connector_settings& s,
         error = "channel.open: " + reply_text(r);
         return nullptr;
     }
-    amqp_basic_qos(conn, channel, 0, static_cast<std::uint16_t>(std::min<std::size_t>(
-                                         s.prefetch, 65535)),
-                   0);
+    amqp_basic_qos(conn, channel, 0,
+                   static_cast<std::uint16_t>(std::min<std::size_t>(s.prefetch, 65535)), 0);
     r = amqp_get_rpc_reply(conn);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         error = "basic.qos: " + reply_text(r);
         return nullptr;
     }
-    amqp_basic_consume(conn, channel, amqp_cstring_bytes(sub.queue.c_str()),
-                       sub.consumer_tag.empty() ? amqp_empty_bytes
-                                                : amqp_cstring_bytes(sub.consumer_tag.c_str()),
-                       0 /* no_local */, 0 /* no_ack: we ack */, 0 /* exclusive */,
-                       amqp_empty_table);
+    amqp_basic_consume(
+        conn, channel, amqp_cstring_bytes(sub.queue.c_str()),
+        sub.consumer_tag.empty() ? amqp_empty_bytes : amqp_cstring_bytes(sub.consumer_tag.c_str()),
+        0 /* no_local */, 0 /* no_ack: we ack */, 0 /* exclusive */, amqp_empty_table);
     r = amqp_get_rpc_reply(conn);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         error = "basic.consume: " + reply_text(r);
@@ -206,8 +202,7 @@ amqp_link::next_result amqp_link::next() {
         amqp_destroy_envelope(&env);
         return out;
     }
-    if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
-        r.library_error == AMQP_STATUS_TIMEOUT) {
+    if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && r.library_error == AMQP_STATUS_TIMEOUT) {
         return out; // nothing
     }
     if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&

@@ -24,8 +24,8 @@ constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
 consumer_worker::consumer_worker(const wopbridge::host& host, const connector_settings& settings,
                                  std::string sub_id, subscription_settings sub)
     : host_(host), settings_(settings), sub_id_(std::move(sub_id)), sub_(std::move(sub)),
-      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      refusal_delay_(settings_.retry_delay_ms) {}
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), refusal_delay_(settings_.retry_delay_ms) {
+}
 
 consumer_worker::~consumer_worker() {
     stop(clock::now());
@@ -381,12 +381,14 @@ void consumer_worker::on_refused(std::uint64_t id, const std::string& reason,
             const auto now = clock::now();
             if (now >= paused_until_) {
                 const auto base = std::chrono::milliseconds(settings_.retry_delay_ms);
-                const auto delay =
-                    std::max(refusal_delay_, std::chrono::milliseconds(retry_after_seconds * 1000LL));
+                const auto delay = std::max(
+                    refusal_delay_, std::chrono::milliseconds(retry_after_seconds * 1000LL));
                 paused_until_ = now + delay;
                 refusal_delay_ = std::min(refusal_delay_ * 2, std::max(base, max_refusal_delay));
-                line = "submit refused (" + reason + "); holding the message(s) unacked, "
-                       "submitting again in " + std::to_string(delay.count()) + " ms";
+                line = "submit refused (" + reason +
+                       "); holding the message(s) unacked, "
+                       "submitting again in " +
+                       std::to_string(delay.count()) + " ms";
             }
         }
     }

@@ -97,7 +97,7 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     clock::time_point deadline_{};
     bool started_ = false;
     bool stopped_ = false;
-    bool released_ = false;                 // late outcomes do nothing
+    bool released_ = false;                   // late outcomes do nothing
     std::map<std::uint64_t, held> in_flight_; // by a local id (delivery tags are per connection)
     std::uint64_t next_id_ = 1;
     std::vector<action> actions_; // acks/rejects for the thread to send

@@ -41,8 +41,7 @@ class rabbitmq_connector final : public wopbridge::connector {
 
     static wopbridge::status validate(std::string_view config, std::string& error) {
         auto s = parse_connector_settings(config, error);
-        return s && check_tls_files(*s, error) ? wopbridge::status::ok
-                                               : wopbridge::status::invalid;
+        return s && check_tls_files(*s, error) ? wopbridge::status::ok : wopbridge::status::invalid;
     }
 
     rabbitmq_connector(wopbridge::host& host, std::string_view config) : host_(host) {

@@ -147,10 +147,11 @@ class RabbitmqServeTest : public ::testing::Test {
         std::vector<std::string> ids;
         for (int i = 0; i < n; ++i) {
             const std::string id = "m-" + std::to_string(first + i);
-            const bool ok = client.publish(
-                queue_, R"({"n":)" + std::to_string(first + i) + R"(,"customer":"c-)" +
-                            std::to_string((first + i) % 7) + "\"}",
-                id);
+            const bool ok =
+                client.publish(queue_,
+                               R"({"n":)" + std::to_string(first + i) + R"(,"customer":"c-)" +
+                                   std::to_string((first + i) % 7) + "\"}",
+                               id);
             EXPECT_TRUE(ok) << client.error;
             if (ok) {
                 ids.push_back(id);
@@ -251,8 +252,7 @@ TEST_F(RabbitmqServeTest, EachPublishedMessageStartsOneRunCausedByItsDeliveredAt
     // Discovery names the engine this node consumes (and only it).
     const auto doc = get_json(serve, "/.well-known/openwop");
     ASSERT_TRUE(doc.is_object());
-    EXPECT_EQ(json::serialize(doc.at("queueBus")),
-              R"({"supported":true,"backends":["rabbitmq"]})");
+    EXPECT_EQ(json::serialize(doc.at("queueBus")), R"({"supported":true,"backends":["rabbitmq"]})");
 
     auto ids = produce(*client_, 5);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == ids.size(); })) << log_text();
@@ -385,8 +385,8 @@ TEST_F(RabbitmqServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
                                        {{"content-type", "application/json"}},
                                        R"({"error":"internal_error","message":"down"})"});
     }
-    write_config({.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() +
-                          "\", timeout: 2s}}\n"});
+    write_config(
+        {.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() + "\", timeout: 2s}}\n"});
     serve_process serve;
     ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
     ASSERT_TRUE(eventually([&] { return consuming(); })) << log_text();

@@ -68,8 +68,8 @@ pid_t spawn(std::vector<std::string> args, const std::vector<std::string>& extra
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     pid_t pid = -1;
     const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
@@ -218,7 +218,7 @@ bool rabbitmq_server::start() {
     }
     const std::string d = dir_.path().string();
     const std::vector<std::string> env{
-        "HOME=" + d, // the Erlang cookie
+        "HOME=" + d,                  // the Erlang cookie
         "RUNNING_UNDER_SYSTEMD=true", // the script execs erl: our child is the node itself
         "RABBITMQ_NODENAME=" + node_,
         "RABBITMQ_NODE_IP_ADDRESS=127.0.0.1",
@@ -343,8 +343,8 @@ bool amqp_client::publish(const std::string& queue, const std::string& body,
         props.message_id = amqp_cstring_bytes(message_id.c_str());
     }
     amqp_bytes_t b{body.size(), const_cast<char*>(body.data())};
-    const int st = amqp_basic_publish(c, 1, amqp_empty_bytes, amqp_cstring_bytes(queue.c_str()),
-                                      0, 0, &props, b);
+    const int st = amqp_basic_publish(c, 1, amqp_empty_bytes, amqp_cstring_bytes(queue.c_str()), 0,
+                                      0, &props, b);
     if (st != AMQP_STATUS_OK) {
         error = std::string("publish: ") + amqp_error_string2(st);
         reset();
@@ -358,8 +358,8 @@ std::optional<queue_depth> amqp_client::depth(const std::string& queue) {
         return std::nullopt;
     }
     auto c = static_cast<amqp_connection_state_t>(conn_);
-    auto* ok = amqp_queue_declare(c, 1, amqp_cstring_bytes(queue.c_str()), 1, 0, 0, 0,
-                                  amqp_empty_table);
+    auto* ok =
+        amqp_queue_declare(c, 1, amqp_cstring_bytes(queue.c_str()), 1, 0, 0, 0, amqp_empty_table);
     if (ok == nullptr || amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
         error = "passive queue.declare " + queue + " failed";
         reset(); // a failed passive declare closes the channel

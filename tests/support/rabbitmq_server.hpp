@@ -43,8 +43,8 @@ class rabbitmq_server {
     std::string url() const; // amqp://guest:guest@127.0.0.1:<port>/
     bool running() const noexcept { return pid_ > 0; }
 
-    void kill();  // SIGKILL and wait
-    void stop();  // SIGTERM and wait
+    void kill(); // SIGKILL and wait
+    void stop(); // SIGTERM and wait
     // Same ports and store; waits until an AMQP login succeeds. False (with error) on failure.
     bool start();
     std::string error;
@@ -80,8 +80,7 @@ class amqp_client {
     bool declare_queue(const std::string& name, const std::string& dead_letter_queue = {});
     // Persistent, to the default exchange with routing key `queue`; without message_id when
     // `message_id` is empty.
-    bool publish(const std::string& queue, const std::string& body,
-                 const std::string& message_id);
+    bool publish(const std::string& queue, const std::string& body, const std::string& message_id);
     // Passive queue.declare: the ready count excludes what a consumer holds unacked.
     std::optional<queue_depth> depth(const std::string& queue);
     // basic.get with auto-ack: the body and message_id of the next ready message, if any.

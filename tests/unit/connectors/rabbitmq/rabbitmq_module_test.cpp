@@ -127,8 +127,8 @@ TEST_F(RabbitmqModuleTest, DescriptorIsAListenerOfSourceQueueAndBadSettingsAreRe
     EXPECT_EQ(harness_->validate(config()).first, WB_OK);
     // A TLS file that does not exist is refused at create, naming the setting, not the path.
     std::string error;
-    EXPECT_EQ(harness_->create(config({{"tls", "true"}, {"tlsCa", "\"/nonexistent/ca-Secret.pem\""}}),
-                               &error),
+    EXPECT_EQ(harness_->create(
+                  config({{"tls", "true"}, {"tlsCa", "\"/nonexistent/ca-Secret.pem\""}}), &error),
               WB_ERR_INVALID);
     EXPECT_NE(error.find("tlsCa"), std::string::npos) << error;
     EXPECT_EQ(error.find("ca-Secret"), std::string::npos) << error;
@@ -278,9 +278,9 @@ TEST_F(RabbitmqModuleTest, PrefetchBoundsWhatIsHeldAndNoCapacityStopsSubmitting)
 TEST_F(RabbitmqModuleTest, MissingQueueIsLoggedAndConsumedOnceItExists) {
     std::string error;
     const std::string late = queue_ + "-late";
-    ASSERT_EQ(harness_->bring_up(config(), rabbit_sub("sub-1", R"({"queue":")" + late + R"("})"),
-                                 &error),
-              WB_OK)
+    ASSERT_EQ(
+        harness_->bring_up(config(), rabbit_sub("sub-1", R"({"queue":")" + late + R"("})"), &error),
+        WB_OK)
         << error;
     ASSERT_TRUE(eventually([&] { return logged("404 NOT_FOUND"); })) << "no missing-queue line";
     ASSERT_TRUE(client_->declare_queue(late));

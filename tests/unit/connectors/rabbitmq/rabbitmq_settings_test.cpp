@@ -83,8 +83,8 @@ TEST(RabbitmqSettingsTest, TlsFromAmqpsOrTheFlagWithItsFiles) {
 
 TEST(RabbitmqSettingsTest, MissingTlsFileIsRefusedNamingTheSettingNotThePath) {
     std::string error;
-    auto s = parse_connector_settings(R"({"url":"amqps://h","tlsCa":"/no/such/ca-file.pem"})",
-                                      error);
+    auto s =
+        parse_connector_settings(R"({"url":"amqps://h","tlsCa":"/no/such/ca-file.pem"})", error);
     ASSERT_TRUE(s) << error;
     EXPECT_FALSE(check_tls_files(*s, error));
     EXPECT_NE(error.find("tlsCa"), std::string::npos) << error;
