@@ -154,14 +154,43 @@ std::string rabbitmq_server::shared_error() {
     return shared_failure();
 }
 
-rabbitmq_server::rabbitmq_server()
+rabbitmq_server::rabbitmq_server(rabbitmq_server_options options)
     : node_("wbtest" + std::to_string(::getpid()) + "x" + std::to_string(free_port()) +
             "@localhost"),
       port_(free_port()), dist_port_(free_port()), epmd_port_(free_port()) {
-    std::ofstream(dir_.file("rabbitmq.conf"))
-        << "listeners.tcp.default = 127.0.0.1:" << port_ << "\n"
-        << "loopback_users.guest = true\n"
-        << "log.console = false\nlog.file.level = info\n";
+    std::ofstream conf(dir_.file("rabbitmq.conf"));
+    conf << "listeners.tcp.default = 127.0.0.1:" << port_ << "\n"
+         << "loopback_users.guest = true\n"
+         << "log.console = false\nlog.file.level = info\n";
+    if (options.tls) {
+        tls_port_ = free_port();
+        const std::string d = dir_.path().string();
+        // A CA and a server certificate for localhost and 127.0.0.1, valid for two days.
+        const std::string script =
+            "set -e; cd '" + d +
+            "'; openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+            "-subj /CN=wopbridge-test-ca 2>/dev/null; "
+            "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr "
+            "-subj /CN=localhost 2>/dev/null; "
+            "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext; "
+            "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+            "-out server.pem -days 2 -extfile san.ext 2>/dev/null";
+        std::string err;
+        pid_t pid = spawn({"/bin/sh", "-c", script}, {}, dir_.file("openssl.out"), err);
+        int status = -1;
+        while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (pid <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            error = "cannot make test certificates " + err;
+        }
+        conf << "listeners.ssl.default = 127.0.0.1:" << tls_port_ << "\n"
+             << "ssl_options.cacertfile = " << d << "/ca.pem\n"
+             << "ssl_options.certfile = " << d << "/server.pem\n"
+             << "ssl_options.keyfile = " << d << "/server.key\n"
+             << "ssl_options.verify = verify_none\n"
+             << "ssl_options.fail_if_no_peer_cert = false\n";
+    }
+    conf.close();
     std::ofstream(dir_.file("enabled_plugins")) << "[].\n";
     std::ofstream(dir_.file("rabbitmq-env.conf")) << "";
 }
@@ -211,6 +240,9 @@ bool rabbitmq_server::start_epmd() {
 bool rabbitmq_server::start() {
     if (pid_ > 0) {
         return true;
+    }
+    if (!error.empty()) {
+        return false; // the constructor could not prepare the node
     }
     if (!start_epmd()) {
         error = "epmd did not start: " + error;

@@ -25,6 +25,12 @@
 
 namespace wopbridge::testing {
 
+struct rabbitmq_server_options {
+    // Also a TLS listener (tls_port()), with a throwaway CA and a server certificate for
+    // localhost / 127.0.0.1 made by the openssl tool; the CA file is ca_file().
+    bool tls = false;
+};
+
 class rabbitmq_server {
   public:
     // True when rabbitmq-server is installed.
@@ -34,12 +40,14 @@ class rabbitmq_server {
     static rabbitmq_server* shared();
     static std::string shared_error();
 
-    rabbitmq_server();
+    explicit rabbitmq_server(rabbitmq_server_options options = {});
     ~rabbitmq_server();
     rabbitmq_server(const rabbitmq_server&) = delete;
     rabbitmq_server& operator=(const rabbitmq_server&) = delete;
 
     int port() const noexcept { return port_; }
+    int tls_port() const noexcept { return tls_port_; }
+    std::string ca_file() const { return dir_.file("ca.pem"); }
     std::string url() const; // amqp://guest:guest@127.0.0.1:<port>/
     bool running() const noexcept { return pid_ > 0; }
 
@@ -58,6 +66,7 @@ class rabbitmq_server {
     int port_ = 0;
     int dist_port_ = 0;
     int epmd_port_ = 0;
+    int tls_port_ = 0;
     pid_t pid_ = -1;
     pid_t epmd_pid_ = -1;
 };

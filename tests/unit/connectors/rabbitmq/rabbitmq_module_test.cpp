@@ -289,5 +289,42 @@ TEST_F(RabbitmqModuleTest, MissingQueueIsLoggedAndConsumedOnceItExists) {
     EXPECT_EQ(harness_->submits()[0].provider_event_id, late + ":id:late-1");
 }
 
+TEST_F(RabbitmqModuleTest, ConsumesOverTlsVerifyingTheBrokerAgainstTheCaFile) {
+    rabbitmq_server node(rabbitmq_server_options{.tls = true}); // a node with a TLS listener
+    ASSERT_TRUE(node.start()) << node.error;
+    amqp_client plain(node.port());
+    ASSERT_TRUE(plain.declare_queue("tls-orders")) << plain.error;
+    const std::string url =
+        "amqps://guest:guest@localhost:" + std::to_string(node.tls_port()) + "/";
+    std::string error;
+    ASSERT_EQ(harness_->bring_up(R"({"url":")" + url + R"(","tlsCa":")" + node.ca_file() +
+                                     R"(","reconnectWaitMs":100})",
+                                 rabbit_sub("sub-1", R"({"queue":"tls-orders"})"), &error),
+              WB_OK)
+        << error;
+    ASSERT_TRUE(plain.publish("tls-orders", R"({"secure":true})", "tls-1")) << plain.error;
+    ASSERT_TRUE(harness_->wait_for_submits(1, 20s));
+    EXPECT_EQ(harness_->submits()[0].provider_event_id, "tls-orders:id:tls-1");
+    EXPECT_TRUE(logged("connected to amqps://localhost:"));
+
+    // Without the CA the broker's certificate does not verify: never consumed, and said so.
+    connector_harness untrusting("rabbitmq");
+    ASSERT_EQ(untrusting.bring_up(R"({"url":")" + url + R"(","reconnectWaitMs":100})",
+                                  rabbit_sub("sub-2", R"({"queue":"tls-orders"})"), &error),
+              WB_OK)
+        << error;
+    const auto said = [&] {
+        const auto lines = untrusting.log_lines();
+        return std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+            return l.find("no broker reachable yet") != std::string::npos;
+        });
+    };
+    EXPECT_TRUE(eventually(said));
+    ASSERT_TRUE(plain.publish("tls-orders", "x", "tls-2")) << plain.error;
+    ASSERT_TRUE(harness_->wait_for_submits(2, 10s));
+    EXPECT_TRUE(untrusting.submits().empty());
+    EXPECT_EQ(untrusting.stop(), WB_OK);
+}
+
 } // namespace
 } // namespace wopbridge::testing
