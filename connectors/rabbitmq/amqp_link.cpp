@@ -121,11 +121,20 @@ std::unique_ptr<amqp_link> amqp_link::open(const connector_settings& s,
     timeval rpc_tv = to_timeval(std::max<std::int64_t>(s.connect_timeout_ms, 1000));
     amqp_set_handshake_timeout(conn, &rpc_tv);
     amqp_set_rpc_timeout(conn, &rpc_tv);
-    amqp_table_entry_t props[1];
+    // consumer_cancel_notify: the broker tells us (basic.cancel) when our queue is deleted,
+    // instead of leaving a consumer that silently never receives again.
+    amqp_table_entry_t caps[1];
+    caps[0].key = amqp_cstring_bytes("consumer_cancel_notify");
+    caps[0].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    caps[0].value.value.boolean = 1;
+    amqp_table_entry_t props[2];
     props[0].key = amqp_cstring_bytes("connection_name");
     props[0].value.kind = AMQP_FIELD_KIND_UTF8;
     props[0].value.value.bytes = amqp_cstring_bytes(s.name.c_str());
-    amqp_table_t table{1, props};
+    props[1].key = amqp_cstring_bytes("capabilities");
+    props[1].value.kind = AMQP_FIELD_KIND_TABLE;
+    props[1].value.value.table = amqp_table_t{1, caps};
+    amqp_table_t table{2, props};
     const auto login = amqp_login_with_properties(
         conn, s.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE, s.heartbeat_seconds, &table,
         AMQP_SASL_METHOD_PLAIN, s.user.c_str(), s.password.c_str());
@@ -146,6 +155,7 @@ std::unique_ptr<amqp_link> amqp_link::open(const connector_settings& s,
     auto r = amqp_get_rpc_reply(conn);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         error = "channel.open: " + reply_text(r);
+        link->channel_closed_by_broker(r);
         return nullptr;
     }
     amqp_basic_qos(conn, channel, 0,
@@ -153,6 +163,7 @@ std::unique_ptr<amqp_link> amqp_link::open(const connector_settings& s,
     r = amqp_get_rpc_reply(conn);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         error = "basic.qos: " + reply_text(r);
+        link->channel_closed_by_broker(r);
         return nullptr;
     }
     amqp_basic_consume(
@@ -162,6 +173,7 @@ std::unique_ptr<amqp_link> amqp_link::open(const connector_settings& s,
     r = amqp_get_rpc_reply(conn);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         error = "basic.consume: " + reply_text(r);
+        link->channel_closed_by_broker(r);
         return nullptr;
     }
     return link;
@@ -229,6 +241,7 @@ amqp_link::next_result amqp_link::next() {
                       bytes(m->reply_text);
             amqp_channel_close_ok_t ok{};
             amqp_send_method(conn_, frame.channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+            channel_open_ = false; // close() then closes the connection only
             out.kind = next_kind::closed;
         } else if (id == AMQP_CONNECTION_CLOSE_METHOD) {
             const auto* m =
@@ -249,6 +262,16 @@ amqp_link::next_result amqp_link::next() {
     out.why = reply_text(r);
     open_ = false;
     return out;
+}
+
+void amqp_link::channel_closed_by_broker(const amqp_rpc_reply_t& r) {
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        // The broker closed the channel (404 no queue, 403 access refused): confirm it, so
+        // close() does not ask to close it again.
+        amqp_channel_close_ok_t ok{};
+        amqp_send_method(conn_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+        channel_open_ = false;
+    }
 }
 
 bool amqp_link::keepalive(bool readable, std::string& why) {
@@ -302,7 +325,9 @@ void amqp_link::close() {
         return;
     }
     open_ = false;
-    amqp_channel_close(conn_, channel, AMQP_REPLY_SUCCESS);
+    if (channel_open_) {
+        amqp_channel_close(conn_, channel, AMQP_REPLY_SUCCESS);
+    }
     amqp_connection_close(conn_, AMQP_REPLY_SUCCESS);
 }
 

@@ -66,8 +66,10 @@ class amqp_link {
 
   private:
     explicit amqp_link(amqp_connection_state_t c) : conn_(c) {}
+    void channel_closed_by_broker(const amqp_rpc_reply_t& r);
     amqp_connection_state_t conn_ = nullptr;
-    bool open_ = false;
+    bool open_ = false;        // the connection is usable (close() says goodbye)
+    bool channel_open_ = true; // false once the broker closed channel 1
     std::chrono::milliseconds heartbeat_{0};
     std::chrono::steady_clock::time_point last_sent_{};
     std::chrono::steady_clock::time_point last_heard_{};

@@ -360,6 +360,20 @@ bool amqp_client::declare_queue(const std::string& name, const std::string& dead
     return true;
 }
 
+bool amqp_client::delete_queue(const std::string& name) {
+    if (!ensure()) {
+        return false;
+    }
+    auto c = static_cast<amqp_connection_state_t>(conn_);
+    amqp_queue_delete(c, 1, amqp_cstring_bytes(name.c_str()), 0, 0);
+    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
+        error = "queue.delete " + name + " failed";
+        reset();
+        return false;
+    }
+    return true;
+}
+
 bool amqp_client::publish(const std::string& queue, const std::string& body,
                           const std::string& message_id) {
     if (!ensure()) {

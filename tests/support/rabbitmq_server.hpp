@@ -87,6 +87,7 @@ class amqp_client {
 
     // A durable queue; with `dead_letter_queue`, rejected messages go there (default exchange).
     bool declare_queue(const std::string& name, const std::string& dead_letter_queue = {});
+    bool delete_queue(const std::string& name);
     // Persistent, to the default exchange with routing key `queue`; without message_id when
     // `message_id` is empty.
     bool publish(const std::string& queue, const std::string& body, const std::string& message_id);

@@ -289,6 +289,21 @@ TEST_F(RabbitmqModuleTest, MissingQueueIsLoggedAndConsumedOnceItExists) {
     EXPECT_EQ(harness_->submits()[0].provider_event_id, late + ":id:late-1");
 }
 
+TEST_F(RabbitmqModuleTest, DeletedQueueCancelsTheConsumerWhichComesBackWithTheQueue) {
+    bring_up();
+    publish("1", "a");
+    ASSERT_TRUE(harness_->wait_for_submits(1, 10s));
+    // The broker tells us (consumer_cancel_notify) instead of leaving a deaf consumer.
+    ASSERT_TRUE(client_->delete_queue(queue_)) << client_->error;
+    ASSERT_TRUE(eventually([&] { return logged("consumer cancelled by the broker"); }));
+    ASSERT_TRUE(eventually([&] { return logged("404 NOT_FOUND"); }));
+    ASSERT_TRUE(client_->declare_queue(queue_)) << client_->error;
+    ASSERT_TRUE(eventually([&] { return consumers() == 1; }));
+    publish("2", "b");
+    ASSERT_TRUE(harness_->wait_for_submits(2, 10s));
+    EXPECT_EQ(harness_->submits()[1].provider_event_id, id("b"));
+}
+
 TEST_F(RabbitmqModuleTest, ConsumesOverTlsVerifyingTheBrokerAgainstTheCaFile) {
     rabbitmq_server node(rabbitmq_server_options{.tls = true}); // a node with a TLS listener
     ASSERT_TRUE(node.start()) << node.error;
