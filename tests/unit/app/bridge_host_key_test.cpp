@@ -188,11 +188,11 @@ TEST_F(BridgeHostKeyTest, AStoreBoundBeforeDataKeysGetsItsWrapAndKeepsItsDedupKe
 // must open the same data key, whichever binds first and however their reads interleave.
 TEST_F(BridgeHostKeyTest, NodesBindingANewStoreTogetherAllOpenTheWinnersDataKey) {
     auto shared = key("a.key");
-    for (int round = 0; round < 20; ++round) {
+    for (int round = 0; round < 40; ++round) {
         sqlite_options o;
         o.path = dir_.file("race" + std::to_string(round) + ".db");
         std::vector<std::unique_ptr<store>> nodes;
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 6; ++i) {
             auto st = open_sqlite_store(o);
             ASSERT_TRUE(st);
             nodes.push_back(std::move(*st));
@@ -205,6 +205,15 @@ TEST_F(BridgeHostKeyTest, NodesBindingANewStoreTogetherAllOpenTheWinnersDataKey)
                 auto unlocked = unlock_data_key(*nodes[i], shared, random, true);
                 if (unlocked && unlocked->verdict == host_key_verdict::matches) {
                     opened[i] = unlocked->data_key->key_check();
+                    // What a node does next: seal its config's secrets with the data key. A node
+                    // still deciding must not take those for a stranger's (examples/cluster).
+                    subscription s;
+                    s.id = "sub_" + std::to_string(i);
+                    s.tenant = "acme";
+                    s.workflow_id = "wf";
+                    s.webhook_id = "wh_" + std::to_string(i);
+                    s.sealed_secret = unlocked->data_key->seal("whsec_node", random);
+                    EXPECT_TRUE(nodes[i]->insert_subscription(s));
                 }
             });
         }
