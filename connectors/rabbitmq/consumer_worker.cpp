@@ -399,12 +399,12 @@ void consumer_worker::on_refused(std::uint64_t id, const std::string& reason,
 }
 
 void consumer_worker::apply_actions() {
-    std::vector<action> todo;
+    std::vector<action> due;
     {
         std::lock_guard lock(mu_);
-        todo.swap(actions_);
+        due.swap(actions_);
     }
-    for (const auto& a : todo) {
+    for (const auto& a : due) {
         if (!link_ || a.epoch != epoch_) {
             continue; // that connection is gone: the broker redelivers, dedup answers duplicate
         }
