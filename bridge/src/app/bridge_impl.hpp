@@ -271,8 +271,16 @@ struct bridge::impl final : run_lifecycle_sink {
     // Every answer to an inbound event is counted once, refusals included.
     void count_ingest(const std::string& sub_id, submit_status status);
 
-    // `known`: the subscription already read for this request (webhook ingest), else read here.
-    void submit(const inbound_submission& s, const subscription* known, submit_callback done_in);
+    // The gate every inbound event passes exactly once: an answer to give now (not active, host
+    // key unavailable), or nothing, with `hold` set when it is to be committed `held`.
+    std::optional<submit_result> admit(const subscription& sub, bool& hold);
+
+    // Wraps `done` so the answer is counted and an accepted event's latency observed.
+    submit_callback counted(const std::string& sub_id, submit_callback done);
+
+    // Commits an admitted event: dedup key, trigger event, the store's intake transaction.
+    void commit_intake(const inbound_submission& s, const subscription& sub, bool hold,
+                       submit_callback done);
 
     void ingest_webhook(const std::string& id, const inbound_http_request& req, submit_callback done);
 

@@ -80,10 +80,6 @@ void bridge::impl::declare_metrics() {
                     "Expired dedup rows and dead letters removed by housekeeping.", {});
 }
 
-void bridge::impl::submit(const inbound_submission& s, submit_callback done_in) {
-    submit(s, nullptr, std::move(done_in));
-}
-
 void bridge::impl::count_ingest(const std::string& sub_id, submit_status status) {
     // An unknown id is caller-chosen text: never a label value.
     metrics.increment("wopbridge_ingests_total",
@@ -91,11 +87,8 @@ void bridge::impl::count_ingest(const std::string& sub_id, submit_status status)
                        {"outcome", std::string(outcome_name(status))}});
 }
 
-void bridge::impl::submit(const inbound_submission& s, const subscription* known,
-                          submit_callback done_in) {
-    millis accepted_at = now();
-    auto done = [this, sub_id = s.subscription_id, accepted_at,
-                 done_in = std::move(done_in)](submit_result r) {
+submit_callback bridge::impl::counted(const std::string& sub_id, submit_callback done_in) {
+    return [this, sub_id, accepted_at = now(), done_in = std::move(done_in)](submit_result r) {
         count_ingest(sub_id, r.status);
         if (r.status == submit_status::accepted || r.status == submit_status::held) {
             double secs = static_cast<double>(now() - accepted_at) / 1000.0;
@@ -105,31 +98,43 @@ void bridge::impl::submit(const inbound_submission& s, const subscription* known
         }
         done_in(std::move(r));
     };
-    std::optional<result<subscription>> read;
-    if (known == nullptr) {
-        read = st->get_subscription(s.subscription_id);
-        if (!*read) {
-            done(status_only(read->error() == make_error_code(errc::not_found)
-                                 ? submit_status::not_found
-                                 : submit_status::unavailable));
-            return;
-        }
-        known = &**read;
-    }
-    const subscription* sub = known;
-    bool hold = false;
-    if (!accepts_intake(sub->state)) {
-        if (!sub->hold_when_not_active) {
-            done(status_only(submit_status::not_active, "subscription not active"));
-            return;
+}
+
+std::optional<submit_result> bridge::impl::admit(const subscription& sub, bool& hold) {
+    hold = false;
+    if (!accepts_intake(sub.state)) {
+        if (!sub.hold_when_not_active) {
+            return status_only(submit_status::not_active, "subscription not active");
         }
         // whenNotActive: hold: committed `held`, released by store::release_held on resume.
         hold = true;
     }
     if (!ensure_host_key()) {
-        done(status_only(submit_status::unavailable, "host key unavailable"));
+        return status_only(submit_status::unavailable, "host key unavailable");
+    }
+    return std::nullopt;
+}
+
+void bridge::impl::submit(const inbound_submission& s, submit_callback done_in) {
+    auto done = counted(s.subscription_id, std::move(done_in));
+    auto sub = st->get_subscription(s.subscription_id);
+    if (!sub) {
+        done(status_only(sub.error() == make_error_code(errc::not_found)
+                             ? submit_status::not_found
+                             : submit_status::unavailable));
         return;
     }
+    bool hold = false;
+    if (auto refused = admit(*sub, hold)) {
+        done(std::move(*refused));
+        return;
+    }
+    commit_intake(s, *sub, hold, std::move(done));
+}
+
+void bridge::impl::commit_intake(const inbound_submission& s, const subscription& admitted,
+                                 bool hold, submit_callback done) {
+    const subscription* sub = &admitted;
     if (pending_intake.fetch_add(1) >= std::max(1, settings.max_pending_intake)) {
         pending_intake.fetch_sub(1);
         done(status_only(submit_status::overloaded, "intake queue full"));
@@ -235,12 +240,9 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
         done(status_only(submit_status::not_found));
         return;
     }
-    if (!accepts_intake(sub->state) && !sub->hold_when_not_active) {
-        done(status_only(submit_status::not_active, "subscription not active"));
-        return;
-    }
-    if (!ensure_host_key()) {
-        done(status_only(submit_status::unavailable, "host key unavailable"));
+    bool hold = false;
+    if (auto refused = admit(*sub, hold)) {
+        done(std::move(*refused));
         return;
     }
     millis t = now();
@@ -274,7 +276,7 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
     s.received_at = t;
     s.verified = v.verified;
     s.content_json = intake::webhook_content_json(req);
-    submit(s, sub, std::move(submitted));
+    commit_intake(s, *sub, hold, counted(sub->id, std::move(submitted)));
 }
 
 submit_result bridge::impl::submit_sync(const inbound_submission& s) {
