@@ -1,16 +1,18 @@
 #include "app/observed_store.hpp"
 
 #include "store/store_codec.hpp"
+#include "store/store_forwarder.hpp"
 
 namespace wopbridge {
 namespace {
 
 namespace codec = store_codec;
 
-class observed_store final : public store {
+// Only the calls it watches are written out; the rest are the forwarder's.
+class observed_store final : public store_forwarder {
 public:
     observed_store(std::unique_ptr<store> inner, run_event_observer observer, change_feed* changes)
-        : inner_(std::move(inner)), observer_(std::move(observer)), changes_(changes) {}
+        : store_forwarder(std::move(inner)), observer_(std::move(observer)), changes_(changes) {}
 
     result<void> insert_subscription(const subscription& s) override {
         auto r = inner_->insert_subscription(s);
@@ -66,12 +68,6 @@ public:
     result<void> record_verification_refusal(const verification_refusal& r) override {
         return changed(inner_->record_verification_refusal(r), r.subscription_id);
     }
-    result<std::vector<delivery>> claim_due(millis now, int limit, millis lease_ms) override {
-        return inner_->claim_due(now, limit, lease_ms);
-    }
-    result<std::string> delivery_content(const std::string& id) override {
-        return inner_->delivery_content(id);
-    }
     result<void> record_attempt(const attempt_record& rec) override {
         auto r = inner_->record_attempt(rec);
         if (r) {
@@ -90,18 +86,6 @@ public:
         }
         return out;
     }
-    result<std::map<std::string, std::string>>
-    delivery_contents(const std::vector<std::string>& ids) override {
-        return inner_->delivery_contents(ids);
-    }
-    result<std::optional<millis>> next_due_at() override { return inner_->next_due_at(); }
-    result<page<delivery>> list_deliveries(const std::string& id,
-                                           const page_request& req) override {
-        return inner_->list_deliveries(id, req);
-    }
-    result<delivery> get_delivery(const std::string& id) override {
-        return inner_->get_delivery(id);
-    }
     result<int> release_held(const std::string& id, millis now) override {
         auto r = inner_->release_held(id, now);
         if (r && *r > 0 && changes_) {
@@ -109,20 +93,12 @@ public:
         }
         return r;
     }
-    result<page<dead_letter>> list_dead_letters(const std::string& id, const page_request& req,
-                                                millis now) override {
-        return inner_->list_dead_letters(id, req, now);
-    }
     result<run_record> get_run(const std::string& id) override {
         auto r = inner_->get_run(id);
         if (r && changes_ && (r->status == run_status::pending || r->status == run_status::running)) {
             changes_->note_run(r->id, r->subscription_id);
         }
         return r;
-    }
-    result<std::vector<run_event>> run_events_after(const std::string& id, std::int64_t after,
-                                                    int limit) override {
-        return inner_->run_events_after(id, after, limit);
     }
     result<run_event> append_run_event(const std::string& run_id, const std::string& type,
                                        const std::string& payload_json,
@@ -144,27 +120,6 @@ public:
         }
         return r;
     }
-    result<std::string> bind_host_key_check(const std::string& check,
-                                            const std::string& wrapped_data_key) override {
-        return inner_->bind_host_key_check(check, wrapped_data_key);
-    }
-    result<bool> has_keyed_rows() override { return inner_->has_keyed_rows(); }
-    result<int> keep_node_alive(millis silent_ms) override {
-        return inner_->keep_node_alive(silent_ms);
-    }
-    result<void> leave_cluster() override { return inner_->leave_cluster(); }
-    result<std::map<std::string, std::string>> data_key_wraps() override {
-        return inner_->data_key_wraps();
-    }
-    result<void> add_data_key_wrap(const std::string& check, const std::string& wrapped) override {
-        return inner_->add_data_key_wrap(check, wrapped);
-    }
-    result<int> retire_data_key_wraps(const std::string& keep_check) override {
-        return inner_->retire_data_key_wraps(keep_check);
-    }
-    result<std::string> host_key_check() override { return inner_->host_key_check(); }
-    result<void> probe_write() override { return inner_->probe_write(); }
-    result<int> release_all_claims() override { return inner_->release_all_claims(); }
     result<run_event> end_run(const std::string& run_id, const std::string& type,
                               const std::string& payload_json, const std::string& event_id,
                               run_status status, millis at) override {
@@ -176,92 +131,6 @@ public:
             changes_->run_changed(run_id, true);
         }
         return e;
-    }
-    result<std::vector<run_record>> list_runs_with_status(run_status s) override {
-        return inner_->list_runs_with_status(s);
-    }
-    result<std::vector<run_event>> subscription_events(const std::string& id) override {
-        return inner_->subscription_events(id);
-    }
-    result<int> purge_expired(millis now) override { return inner_->purge_expired(now); }
-    result<void> create_replay_job(const replay_job_record& j,
-                                   const std::vector<std::string>& ids) override {
-        return inner_->create_replay_job(j, ids);
-    }
-    result<replay_job_record> get_replay_job(const std::string& id) override {
-        return inner_->get_replay_job(id);
-    }
-    result<std::vector<replay_job_item>> unsettled_replay_job_items(const std::string& id) override {
-        return inner_->unsettled_replay_job_items(id);
-    }
-    result<void> update_replay_job(const replay_job_update& u) override {
-        return inner_->update_replay_job(u);
-    }
-    result<std::vector<replay_job_record>> claim_replay_jobs(const std::string& owner, millis now,
-                                                             millis lease_ms) override {
-        return inner_->claim_replay_jobs(owner, now, lease_ms);
-    }
-    result<int> release_replay_jobs(const std::string& owner) override {
-        return inner_->release_replay_jobs(owner);
-    }
-    result<void> ping() override { return inner_->ping(); }
-    store_stats stats() const override { return inner_->stats(); }
-
-    result<void> insert_outbound_webhook(const outbound_webhook& w) override {
-        return inner_->insert_outbound_webhook(w);
-    }
-    result<outbound_webhook> get_outbound_webhook(const std::string& id) override {
-        return inner_->get_outbound_webhook(id);
-    }
-    result<std::vector<outbound_webhook>> list_outbound_webhooks(const std::string& t) override {
-        return inner_->list_outbound_webhooks(t);
-    }
-    result<void> delete_outbound_webhook(const std::string& id) override {
-        return inner_->delete_outbound_webhook(id);
-    }
-    result<int> enqueue_outbound(const std::string& run_id, std::int64_t seq, millis at) override {
-        return inner_->enqueue_outbound(run_id, seq, at);
-    }
-    result<std::vector<outbound_delivery>> claim_outbound_due(millis now, int limit, int per,
-                                                              millis lease) override {
-        return inner_->claim_outbound_due(now, limit, per, lease);
-    }
-    result<void> record_outbound_attempt(const outbound_attempt& a) override {
-        return inner_->record_outbound_attempt(a);
-    }
-    result<int> count_outbound_failures(const std::string& id, millis since) override {
-        return inner_->count_outbound_failures(id, since);
-    }
-    result<std::optional<millis>> outbound_next_due_at() override {
-        return inner_->outbound_next_due_at();
-    }
-    result<std::vector<outbound_delivery>> list_outbound_deliveries(
-        const std::string& id) override {
-        return inner_->list_outbound_deliveries(id);
-    }
-    result<page<outbound_dead_letter>> list_outbound_dead_letters(const std::string& id,
-                                                                  const page_request& req,
-                                                                  millis now) override {
-        return inner_->list_outbound_dead_letters(id, req, now);
-    }
-    result<std::vector<outbound_state_change>> list_outbound_state_changes(
-        const std::string& id) override {
-        return inner_->list_outbound_state_changes(id);
-    }
-
-    result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
-        return inner_->delivery_stats(now);
-    }
-    result<bool> replace_connector_settings(const std::string& id, const std::string& expected,
-                                            const std::string& replacement) override {
-        return inner_->replace_connector_settings(id, expected, replacement);
-    }
-    result<std::vector<run_record>> list_runs(const run_query& q) override {
-        return inner_->list_runs(q);
-    }
-    result<std::map<std::string, delivery>>
-    deliveries_by_dedup_key(const std::string& id, const std::vector<std::string>& keys) override {
-        return inner_->deliveries_by_dedup_key(id, keys);
     }
 
 private:
@@ -318,7 +187,6 @@ private:
         }
     }
 
-    std::unique_ptr<store> inner_;
     run_event_observer observer_;
     change_feed* changes_;
 };

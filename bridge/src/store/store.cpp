@@ -7,7 +7,7 @@ namespace wopbridge {
 
 // Must not be called from an intake callback: that runs on the store's writer thread, which would
 // then wait for itself.
-result<intake_outcome> store::intake_sync(intake_request req) {
+result<intake_outcome> intake_store::intake_sync(intake_request req) {
     auto promise = std::make_shared<std::promise<result<intake_outcome>>>();
     auto future = promise->get_future();
     intake(std::move(req),
@@ -15,7 +15,7 @@ result<intake_outcome> store::intake_sync(intake_request req) {
     return future.get();
 }
 
-std::vector<result<void>> store::record_attempts(const std::vector<attempt_record>& recs) {
+std::vector<result<void>> delivery_queue::record_attempts(const std::vector<attempt_record>& recs) {
     std::vector<result<void>> out;
     out.reserve(recs.size());
     for (const auto& rec : recs) {
@@ -25,7 +25,7 @@ std::vector<result<void>> store::record_attempts(const std::vector<attempt_recor
 }
 
 result<std::map<std::string, std::string>>
-store::delivery_contents(const std::vector<std::string>& delivery_ids) {
+delivery_queue::delivery_contents(const std::vector<std::string>& delivery_ids) {
     std::map<std::string, std::string> out;
     for (const auto& id : delivery_ids) {
         auto content = delivery_content(id);

@@ -1299,6 +1299,9 @@ class postgres_store final : public store {
         });
     }
 
+    // Shared by several nodes: another node's claims are live (keep_node_alive frees the silent).
+    result<int> release_all_claims() override { return make_error_code(errc::unsupported); }
+
     result<void> leave_cluster() override {
         return write([&](connection& c) -> result<void> {
             auto r = c.exec("WITH gone AS (DELETE FROM nodes WHERE id = $1 RETURNING 1) "

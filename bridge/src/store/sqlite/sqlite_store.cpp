@@ -1255,6 +1255,12 @@ class sqlite_store final : public store {
         });
     }
 
+    // One process serves this file (serve's lock): there is no cluster to beat in or leave.
+    result<int> keep_node_alive(millis /*silent_ms*/) override {
+        return make_error_code(errc::unsupported);
+    }
+    result<void> leave_cluster() override { return make_error_code(errc::unsupported); }
+
     result<void> probe_write() override {
         return write_transaction([&]() -> result<void> {
             // Row written and removed: the pages still go through the WAL and its fsync.
