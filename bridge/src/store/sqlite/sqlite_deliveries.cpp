@@ -1,0 +1,388 @@
+// SQLite store: claiming deliveries and reading them and their dead letters back.
+#include "store/sqlite/sqlite_store_impl.hpp"
+
+namespace wopbridge::sqlite_detail {
+
+result<std::map<std::string, delivery>>
+sqlite_store::deliveries_by_dedup_key(const std::string& subscription_id,
+                                      const std::vector<std::string>& keys) {
+    return read_transaction([&]() -> result<std::map<std::string, delivery>> {
+        std::map<std::string, delivery> out;
+        for (const auto& key : keys) {
+            auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM dedup x "
+                                       "JOIN deliveries d ON d.id = x.delivery_id "
+                                       "WHERE x.subscription_id = ?1 AND x.dedup_key = ?2");
+            st.bind(1, subscription_id).bind(2, key);
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (*row) {
+                auto d = read_delivery(st);
+                if (!d) {
+                    return d.error();
+                }
+                out.emplace(key, std::move(*d));
+            }
+        }
+        return out;
+    });
+}
+
+result<std::vector<delivery>> sqlite_store::claim_due(millis now, int limit, millis lease_ms) {
+    if (limit <= 0) {
+        return std::vector<delivery>{};
+    }
+    // A claim needs no fsync of its own: if it is lost, the delivery is simply pending again
+    // (nothing started without a later, fsynced record_attempt, and a WAL fsync covers every
+    // frame before it).
+    return write_transaction_unsynced([&]() -> result<std::vector<delivery>> {
+        struct candidate {
+            std::int64_t seq;
+            delivery d;
+            std::int64_t turn = 1; // the delivery's rank within its subscription
+        };
+        std::vector<candidate> picked;
+        // Reads up to `n` rows of `sql` (?1 subscription, ?2 now, ?3 n) into `into`.
+        auto collect = [&](const char* sql, const std::string& subscription, int n,
+                           std::vector<candidate>& into) -> result<void> {
+            auto st = writer_->prepare(sql);
+            st.bind(1, subscription).bind(2, now).bind(3, n);
+            for (;;) {
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (!*row) {
+                    return {};
+                }
+                auto d = read_delivery(st);
+                if (!d) {
+                    return d.error();
+                }
+                into.push_back({st.int64(11), std::move(*d)});
+            }
+        };
+        auto subscriptions = [&](const char* sql) -> result<std::vector<std::string>> {
+            std::vector<std::string> ids;
+            auto st = writer_->prepare(sql);
+            st.bind(1, now);
+            for (;;) {
+                auto row = st.step();
+                if (!row) {
+                    return row.error();
+                }
+                if (!*row) {
+                    return ids;
+                }
+                ids.push_back(st.text(0));
+            }
+        };
+        // Per subscription through the (subscription_id, status, due_at, seq) index: at most
+        // `limit` rows each, so a backlog costs a seek, not a scan and a sort.
+        auto active = active_with_room(now);
+        if (!active) {
+            return active.error();
+        }
+        // Round-robin across subscriptions (each one's oldest due delivery first, then each
+        // one's second, ...), in due order within a subscription: a subscription with a large
+        // due backlog (an always-failing workflow retrying) cannot take every slot ahead of the
+        // others' fresh deliveries.
+        for (const auto& [id, room] : *active) {
+            const int n = std::min(limit, room);
+            if (n <= 0) {
+                continue; // maxConcurrency attempts already in flight
+            }
+            std::vector<candidate> own;
+            WB_TRY(collect(due_queries::due_pending_of_subscription, id, n, own));
+            WB_TRY(collect(due_queries::expired_leases_of_subscription, id, n, own));
+            std::sort(own.begin(), own.end(), [](const candidate& a, const candidate& b) {
+                return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+            });
+            if (own.size() > static_cast<std::size_t>(n)) {
+                own.resize(static_cast<std::size_t>(n));
+            }
+            std::int64_t turn = 0;
+            for (auto& c : own) {
+                c.turn = ++turn;
+                picked.push_back(std::move(c));
+            }
+        }
+        // Half-open probes: one delivery per failed subscription whose probe time has come
+        // and which has no unexpired probe in flight.
+        auto probing = subscriptions(due_queries::probe_due_subscriptions);
+        if (!probing) {
+            return probing.error();
+        }
+        for (const auto& id : *probing) {
+            std::vector<candidate> first;
+            WB_TRY(collect(due_queries::due_pending_of_subscription, id, 1, first));
+            WB_TRY(collect(due_queries::expired_leases_of_subscription, id, 1, first));
+            if (first.empty()) {
+                continue;
+            }
+            auto best = std::min_element(
+                first.begin(), first.end(), [](const candidate& a, const candidate& b) {
+                    return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+                });
+            picked.push_back(std::move(*best));
+        }
+        std::sort(picked.begin(), picked.end(), [](const candidate& a, const candidate& b) {
+            return std::tie(a.turn, a.d.due_at, a.seq) < std::tie(b.turn, b.d.due_at, b.seq);
+        });
+        if (picked.size() > static_cast<std::size_t>(limit)) {
+            picked.resize(static_cast<std::size_t>(limit));
+        }
+        std::vector<delivery> out;
+        out.reserve(picked.size());
+        for (auto& c : picked) {
+            auto st = writer_->prepare("UPDATE deliveries SET status = 'in_flight', "
+                                       "lease_until = ?2, updated_at = ?3 WHERE seq = ?1");
+            st.bind(1, c.seq).bind(2, now + lease_ms).bind(3, now);
+            WB_TRY(st.run());
+            c.d.status = delivery_status::in_flight;
+            c.d.updated_at = now;
+            out.push_back(std::move(c.d));
+        }
+        return out;
+    });
+}
+
+result<std::vector<std::pair<std::string, int>>> sqlite_store::active_with_room(millis now) {
+    std::vector<std::pair<std::string, int>> out;
+    auto st = writer_->prepare(due_queries::active_subscriptions);
+    st.bind(1, now);
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return out;
+        }
+        const auto cap = st.int64(1);
+        const int room = cap <= 0 ? std::numeric_limits<int>::max()
+                                  : static_cast<int>(std::max<std::int64_t>(0, cap - st.int64(2)));
+        out.emplace_back(st.text(0), room);
+    }
+}
+
+result<std::string> sqlite_store::delivery_content(const std::string& delivery_id) {
+    return read_transaction([&]() -> result<std::string> {
+        auto st =
+            reader_->prepare("SELECT content_json FROM delivery_contents WHERE delivery_id = ?1");
+        st.bind(1, delivery_id);
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return errc::not_found;
+        }
+        return st.text(0);
+    });
+}
+
+result<std::map<std::string, std::string>>
+sqlite_store::delivery_contents(const std::vector<std::string>& delivery_ids) {
+    return read_transaction([&]() -> result<std::map<std::string, std::string>> {
+        std::map<std::string, std::string> out;
+        for (const auto& id : delivery_ids) {
+            auto one = reader_->prepare(
+                "SELECT content_json FROM delivery_contents WHERE delivery_id = ?1");
+            one.bind(1, id);
+            auto row = one.step();
+            if (!row) {
+                return row.error();
+            }
+            if (*row) {
+                out.emplace(id, one.text(0));
+            }
+        }
+        return out;
+    });
+}
+
+result<std::vector<subscription_delivery_stats>> sqlite_store::delivery_stats(millis now) {
+    return read_transaction([&]() -> result<std::vector<subscription_delivery_stats>> {
+        auto st = reader_->prepare(
+            "SELECT subscription_id, "
+            "SUM(status = 'pending'), SUM(status = 'pending' AND due_at <= ?1), "
+            "SUM(status = 'in_flight'), SUM(status = 'held'), SUM(status = 'delivered'), "
+            "SUM(status = 'dead_lettered'), 0 FROM deliveries GROUP BY subscription_id "
+            "UNION ALL SELECT subscription_id, 0, 0, 0, 0, 0, 0, COUNT(*) FROM dead_letters "
+            "WHERE expires_at > ?1 GROUP BY subscription_id ORDER BY 1");
+        st.bind(1, static_cast<std::int64_t>(now));
+        std::vector<subscription_delivery_stats> out;
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                break;
+            }
+            auto id = st.text(0);
+            if (out.empty() || out.back().subscription_id != id) {
+                out.emplace_back().subscription_id = std::move(id);
+            }
+            auto& s = out.back();
+            s.pending += st.int64(1);
+            s.due += st.int64(2);
+            s.in_flight += st.int64(3);
+            s.held += st.int64(4);
+            s.delivered += st.int64(5);
+            s.dead_lettered += st.int64(6);
+            s.dead_letters += st.int64(7);
+        }
+        return out;
+    });
+}
+
+result<std::optional<millis>> sqlite_store::next_due_at() {
+    return read_transaction([&]() -> result<std::optional<millis>> {
+        auto st = reader_->prepare(due_queries::next_due_at);
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row || st.is_null(0)) {
+            return std::optional<millis>{};
+        }
+        return std::optional<millis>{st.int64(0)};
+    });
+}
+
+result<page<delivery>> sqlite_store::list_deliveries(const std::string& subscription_id,
+                                                     const page_request& req) {
+    std::int64_t before = std::numeric_limits<std::int64_t>::max();
+    if (!req.cursor.empty()) {
+        auto key = codec::decode_cursor(req.cursor, deliveries_cursor, subscription_id);
+        if (!key) {
+            return errc::invalid_argument;
+        }
+        before = *key;
+    }
+    const int limit = clamp_limit(req.limit);
+    return read_transaction([&]() -> result<page<delivery>> {
+        auto exists = subscription_exists(*reader_, subscription_id);
+        if (!exists) {
+            return exists.error();
+        }
+        if (!*exists) {
+            return errc::not_found;
+        }
+        auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d "
+                                   "WHERE d.subscription_id = ?1 AND d.seq < ?2 "
+                                   "ORDER BY d.seq DESC LIMIT ?3");
+        st.bind(1, subscription_id).bind(2, before).bind(3, limit + 1);
+        page<delivery> out;
+        std::int64_t last_key = 0;
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                break;
+            }
+            if (out.items.size() == static_cast<std::size_t>(limit)) {
+                out.next_cursor =
+                    codec::encode_cursor(deliveries_cursor, subscription_id, last_key);
+                break;
+            }
+            auto d = read_delivery(st);
+            if (!d) {
+                return d.error();
+            }
+            last_key = st.int64(11);
+            out.items.push_back(std::move(*d));
+        }
+        return out;
+    });
+}
+
+result<delivery> sqlite_store::get_delivery(const std::string& delivery_id) {
+    return read_transaction([&]() -> result<delivery> {
+        auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d WHERE d.id = ?1");
+        st.bind(1, delivery_id);
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return errc::not_found;
+        }
+        return read_delivery(st);
+    });
+}
+
+result<int> sqlite_store::release_held(const std::string& subscription_id, millis now) {
+    return write_transaction([&]() -> result<int> {
+        auto exists = subscription_exists(*writer_, subscription_id);
+        if (!exists) {
+            return exists.error();
+        }
+        if (!*exists) {
+            return errc::not_found;
+        }
+        // All become due at the same instant; claim order then falls back to arrival (seq).
+        auto st = writer_->prepare("UPDATE deliveries SET status = 'pending', due_at = ?2, "
+                                   "updated_at = ?2 WHERE subscription_id = ?1 "
+                                   "AND status = 'held'");
+        st.bind(1, subscription_id).bind(2, now);
+        WB_TRY(st.run());
+        return static_cast<int>(writer_->changes());
+    });
+}
+
+result<page<dead_letter>> sqlite_store::list_dead_letters(const std::string& subscription_id,
+                                                          const page_request& req, millis now) {
+    std::int64_t before = std::numeric_limits<std::int64_t>::max();
+    if (!req.cursor.empty()) {
+        auto key = codec::decode_cursor(req.cursor, dead_letters_cursor, subscription_id);
+        if (!key) {
+            return errc::invalid_argument;
+        }
+        before = *key;
+    }
+    const int limit = clamp_limit(req.limit);
+    return read_transaction([&]() -> result<page<dead_letter>> {
+        auto exists = subscription_exists(*reader_, subscription_id);
+        if (!exists) {
+            return exists.error();
+        }
+        if (!*exists) {
+            return errc::not_found;
+        }
+        auto st = reader_->prepare("SELECT " WB_DL_COLS " FROM dead_letters "
+                                   "WHERE subscription_id = ?1 AND seq < ?2 "
+                                   "AND expires_at > ?3 ORDER BY seq DESC LIMIT ?4");
+        st.bind(1, subscription_id).bind(2, before).bind(3, now).bind(4, limit + 1);
+        page<dead_letter> out;
+        std::int64_t last_key = 0;
+        for (;;) {
+            auto row = st.step();
+            if (!row) {
+                return row.error();
+            }
+            if (!*row) {
+                break;
+            }
+            if (out.items.size() == static_cast<std::size_t>(limit)) {
+                out.next_cursor =
+                    codec::encode_cursor(dead_letters_cursor, subscription_id, last_key);
+                break;
+            }
+            auto d = read_dead_letter(st);
+            if (!d) {
+                return d.error();
+            }
+            last_key = st.int64(12);
+            out.items.push_back(std::move(*d));
+        }
+        return out;
+    });
+}
+
+} // namespace wopbridge::sqlite_detail

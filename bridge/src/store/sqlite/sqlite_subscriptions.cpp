@@ -1,0 +1,163 @@
+// SQLite store: the subscription role, and the cache of subscription rows.
+#include "store/sqlite/sqlite_store_impl.hpp"
+
+namespace wopbridge::sqlite_detail {
+
+result<void> sqlite_store::insert_subscription(const subscription& s) {
+    const subscription_forget forget{*this, s.id};
+    return write_transaction([&]() -> result<void> {
+        auto st = writer_->prepare("INSERT INTO subscriptions (" WB_SUB_COLS
+                                   ") VALUES (" WB_SUB_PARAMS ")");
+        bind_subscription(st, s);
+        return st.run();
+    });
+}
+
+result<void> sqlite_store::upsert_config_subscription(const subscription& s) {
+    const subscription_forget forget{*this, s.id};
+    return write_transaction([&]() -> result<void> {
+        auto st = writer_->prepare(
+            "INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
+            "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "
+            "source = excluded.source, workflow_id = excluded.workflow_id, "
+            "dedup_enabled = excluded.dedup_enabled, "
+            "retry_max_attempts = excluded.retry_max_attempts, "
+            "retry_backoff = excluded.retry_backoff, "
+            "retry_base_delay_ms = excluded.retry_base_delay_ms, "
+            "retry_max_delay_ms = excluded.retry_max_delay_ms, "
+            "retry_jitter = excluded.retry_jitter, "
+            "breaker_failure_threshold = excluded.breaker_failure_threshold, "
+            "breaker_probe_interval_ms = excluded.breaker_probe_interval_ms, "
+            "verification = excluded.verification, webhook_id = excluded.webhook_id, "
+            "secret_fingerprint = excluded.secret_fingerprint, "
+            "sealed_secret = excluded.sealed_secret, "
+            "schedule_cron = excluded.schedule_cron, "
+            "schedule_time_zone = excluded.schedule_time_zone, "
+            "connector = excluded.connector, "
+            "connector_settings_json = excluded.connector_settings_json, "
+            "origin = excluded.origin, updated_at = excluded.updated_at, "
+            "when_not_active = excluded.when_not_active, "
+            "max_concurrency = excluded.max_concurrency");
+        bind_subscription(st, s);
+        return st.run();
+    });
+}
+
+result<subscription> sqlite_store::get_subscription(const std::string& id) {
+    std::uint64_t generation = 0;
+    {
+        std::lock_guard lock(subs_mu_);
+        if (auto it = subs_cache_.find(id); it != subs_cache_.end()) {
+            return it->second;
+        }
+        generation = subs_generation_;
+    }
+    auto found = read_subscription_row(id);
+    if (found) {
+        std::lock_guard lock(subs_mu_);
+        // A write that ran while we read may have changed the row: keep nothing then.
+        if (subs_generation_ == generation) {
+            if (subs_cache_.size() >= max_cached_subscriptions) {
+                subs_cache_.clear();
+            }
+            subs_cache_.emplace(id, *found);
+        }
+    }
+    return found;
+}
+
+result<subscription> sqlite_store::read_subscription_row(const std::string& id) {
+    return read_transaction([&]() -> result<subscription> {
+        auto st = reader_->prepare("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = ?1");
+        st.bind(1, id);
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return errc::not_found;
+        }
+        return read_subscription(st);
+    });
+}
+
+result<std::vector<subscription>> sqlite_store::list_subscriptions(const std::string& tenant) {
+    return read_transaction([&]() -> result<std::vector<subscription>> {
+        auto st = reader_->prepare("SELECT " WB_SUB_COLS
+                                   " FROM subscriptions WHERE tenant = ?1 ORDER BY id");
+        st.bind(1, tenant);
+        return collect_subscriptions(st);
+    });
+}
+
+result<std::vector<subscription>> sqlite_store::list_all_subscriptions() {
+    return read_transaction([&]() -> result<std::vector<subscription>> {
+        auto st = reader_->prepare("SELECT " WB_SUB_COLS " FROM subscriptions ORDER BY id");
+        return collect_subscriptions(st);
+    });
+}
+
+result<void> sqlite_store::delete_subscription(const std::string& id) {
+    const subscription_forget forget{*this, id};
+    return write_transaction([&]() -> result<void> {
+        auto st = writer_->prepare("DELETE FROM subscriptions WHERE id = ?1");
+        st.bind(1, id);
+        WB_TRY(st.run());
+        if (writer_->changes() == 0) {
+            return errc::not_found;
+        }
+        return {};
+    });
+}
+
+result<bool> sqlite_store::replace_connector_settings(const std::string& id,
+                                                      const std::string& expected,
+                                                      const std::string& replacement) {
+    const subscription_forget forget{*this, id};
+    bool replaced = false;
+    auto r = write_transaction([&]() -> result<void> {
+        auto st = writer_->prepare("UPDATE subscriptions SET connector_settings_json = ?3 "
+                                   "WHERE id = ?1 AND connector_settings_json = ?2");
+        st.bind(1, id).bind(2, expected).bind(3, replacement);
+        WB_TRY(st.run());
+        replaced = writer_->changes() == 1;
+        return {};
+    });
+    if (!r) {
+        return result<bool>(boost::system::in_place_error, r.error());
+    }
+    return replaced;
+}
+
+result<void> sqlite_store::change_state(const state_change& change, const std::string& event_id,
+                                        millis at) {
+    const subscription_forget forget{*this, change.subscription_id};
+    return write_transaction(
+        [&]() -> result<void> { return apply_state_change(*writer_, change, event_id, at, {}); });
+}
+
+void sqlite_store::forget_subscription(const std::string& id) {
+    std::lock_guard lock(subs_mu_);
+    ++subs_generation_;
+    subs_cache_.erase(id);
+}
+
+result<std::vector<subscription>> sqlite_store::collect_subscriptions(statement& st) {
+    std::vector<subscription> out;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return out;
+        }
+        auto s = read_subscription(st);
+        if (!s) {
+            return s.error();
+        }
+        out.push_back(std::move(*s));
+    }
+}
+
+} // namespace wopbridge::sqlite_detail
