@@ -3,6 +3,53 @@
 
 namespace wopbridge::sqlite_detail {
 
+namespace {
+
+// Where a page starts: just below the cursor's key, or at the top for the first page. A cursor
+// minted for another list or another subscription is invalid_argument.
+result<std::int64_t> page_start(const page_request& req, std::string_view list,
+                                const std::string& subscription_id) {
+    if (req.cursor.empty()) {
+        return std::numeric_limits<std::int64_t>::max();
+    }
+    auto key = codec::decode_cursor(req.cursor, list, subscription_id);
+    if (!key) {
+        return errc::invalid_argument;
+    }
+    return *key;
+}
+
+// Up to `limit` rows of a query asked for limit + 1 rows in key order; the extra row only says
+// there is a next page, whose cursor is the last kept row's key (column `key_column`).
+template <class T, class ReadRow>
+result<page<T>> collect_page(statement& st, int limit, std::string_view list,
+                             const std::string& subscription_id, int key_column, ReadRow read_row) {
+    page<T> out;
+    std::int64_t last_key = 0;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            break;
+        }
+        if (out.items.size() == static_cast<std::size_t>(limit)) {
+            out.next_cursor = codec::encode_cursor(list, subscription_id, last_key);
+            break;
+        }
+        auto item = read_row(st);
+        if (!item) {
+            return item.error();
+        }
+        last_key = st.int64(key_column);
+        out.items.push_back(std::move(*item));
+    }
+    return out;
+}
+
+} // namespace
+
 result<std::map<std::string, delivery>>
 sqlite_store::deliveries_by_dedup_key(const std::string& subscription_id,
                                       const std::vector<std::string>& keys) {
@@ -255,13 +302,9 @@ result<std::optional<millis>> sqlite_store::next_due_at() {
 
 result<page<delivery>> sqlite_store::list_deliveries(const std::string& subscription_id,
                                                      const page_request& req) {
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!req.cursor.empty()) {
-        auto key = codec::decode_cursor(req.cursor, deliveries_cursor, subscription_id);
-        if (!key) {
-            return errc::invalid_argument;
-        }
-        before = *key;
+    auto before = page_start(req, deliveries_cursor, subscription_id);
+    if (!before) {
+        return before.error();
     }
     const int limit = clamp_limit(req.limit);
     return read_transaction([&]() -> result<page<delivery>> {
@@ -275,30 +318,8 @@ result<page<delivery>> sqlite_store::list_deliveries(const std::string& subscrip
         auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d "
                                    "WHERE d.subscription_id = ?1 AND d.seq < ?2 "
                                    "ORDER BY d.seq DESC LIMIT ?3");
-        st.bind(1, subscription_id).bind(2, before).bind(3, limit + 1);
-        page<delivery> out;
-        std::int64_t last_key = 0;
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
-            }
-            if (!*row) {
-                break;
-            }
-            if (out.items.size() == static_cast<std::size_t>(limit)) {
-                out.next_cursor =
-                    codec::encode_cursor(deliveries_cursor, subscription_id, last_key);
-                break;
-            }
-            auto d = read_delivery(st);
-            if (!d) {
-                return d.error();
-            }
-            last_key = st.int64(11);
-            out.items.push_back(std::move(*d));
-        }
-        return out;
+        st.bind(1, subscription_id).bind(2, *before).bind(3, limit + 1);
+        return collect_page<delivery>(st, limit, deliveries_cursor, subscription_id, 11, read_delivery);
     });
 }
 
@@ -306,14 +327,7 @@ result<delivery> sqlite_store::get_delivery(const std::string& delivery_id) {
     return read_transaction([&]() -> result<delivery> {
         auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d WHERE d.id = ?1");
         st.bind(1, delivery_id);
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return errc::not_found;
-        }
-        return read_delivery(st);
+        return read_found_row(st, read_delivery);
     });
 }
 
@@ -338,13 +352,9 @@ result<int> sqlite_store::release_held(const std::string& subscription_id, milli
 
 result<page<dead_letter>> sqlite_store::list_dead_letters(const std::string& subscription_id,
                                                           const page_request& req, millis now) {
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!req.cursor.empty()) {
-        auto key = codec::decode_cursor(req.cursor, dead_letters_cursor, subscription_id);
-        if (!key) {
-            return errc::invalid_argument;
-        }
-        before = *key;
+    auto before = page_start(req, dead_letters_cursor, subscription_id);
+    if (!before) {
+        return before.error();
     }
     const int limit = clamp_limit(req.limit);
     return read_transaction([&]() -> result<page<dead_letter>> {
@@ -358,30 +368,8 @@ result<page<dead_letter>> sqlite_store::list_dead_letters(const std::string& sub
         auto st = reader_->prepare("SELECT " WB_DL_COLS " FROM dead_letters "
                                    "WHERE subscription_id = ?1 AND seq < ?2 "
                                    "AND expires_at > ?3 ORDER BY seq DESC LIMIT ?4");
-        st.bind(1, subscription_id).bind(2, before).bind(3, now).bind(4, limit + 1);
-        page<dead_letter> out;
-        std::int64_t last_key = 0;
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
-            }
-            if (!*row) {
-                break;
-            }
-            if (out.items.size() == static_cast<std::size_t>(limit)) {
-                out.next_cursor =
-                    codec::encode_cursor(dead_letters_cursor, subscription_id, last_key);
-                break;
-            }
-            auto d = read_dead_letter(st);
-            if (!d) {
-                return d.error();
-            }
-            last_key = st.int64(12);
-            out.items.push_back(std::move(*d));
-        }
-        return out;
+        st.bind(1, subscription_id).bind(2, *before).bind(3, now).bind(4, limit + 1);
+        return collect_page<dead_letter>(st, limit, dead_letters_cursor, subscription_id, 12, read_dead_letter);
     });
 }
 

@@ -53,14 +53,7 @@ result<run_record> sqlite_store::get_run(const std::string& run_id) {
     return read_transaction([&]() -> result<run_record> {
         auto st = reader_->prepare("SELECT " WB_RUN_COLS " FROM runs WHERE id = ?1");
         st.bind(1, run_id);
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return errc::not_found;
-        }
-        return read_run(st);
+        return read_found_row(st, read_run);
     });
 }
 

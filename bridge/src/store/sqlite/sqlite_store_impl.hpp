@@ -68,6 +68,19 @@ template <class Enum> result<Enum> parsed(std::optional<Enum> value) {
     return *value;
 }
 
+// The one row a lookup by key finds, read by `read_row`; not_found when there is none.
+template <class ReadRow>
+auto read_found_row(statement& st, ReadRow read_row) -> decltype(read_row(st)) {
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row) {
+        return errc::not_found;
+    }
+    return read_row(st);
+}
+
 int clamp_limit(int limit);
 errc to_errc(const boost::system::error_code& ec);
 result<subscription> read_subscription(const statement& st);

@@ -70,14 +70,7 @@ result<subscription> sqlite_store::read_subscription_row(const std::string& id) 
     return read_transaction([&]() -> result<subscription> {
         auto st = reader_->prepare("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = ?1");
         st.bind(1, id);
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return errc::not_found;
-        }
-        return read_subscription(st);
+        return read_found_row(st, read_subscription);
     });
 }
 
