@@ -1,0 +1,207 @@
+// PostgreSQL store: the subscription role, and the subscription cache with its change listener.
+#include "store/postgres/postgres_store_impl.hpp"
+
+namespace wopbridge::postgres_detail {
+
+result<void> postgres_store::insert_subscription(const subscription& s) {
+    const subscription_forget forget{*this, s.id};
+    return write([&](connection& c) -> result<void> {
+        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ")",
+                     subscription_params(s));
+    });
+}
+
+result<void> postgres_store::upsert_config_subscription(const subscription& s) {
+    const subscription_forget forget{*this, s.id};
+    return write([&](connection& c) -> result<void> {
+        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
+                     "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "
+                     "source = excluded.source, workflow_id = excluded.workflow_id, "
+                     "dedup_enabled = excluded.dedup_enabled, "
+                     "retry_max_attempts = excluded.retry_max_attempts, "
+                     "retry_backoff = excluded.retry_backoff, "
+                     "retry_base_delay_ms = excluded.retry_base_delay_ms, "
+                     "retry_max_delay_ms = excluded.retry_max_delay_ms, "
+                     "retry_jitter = excluded.retry_jitter, "
+                     "breaker_failure_threshold = excluded.breaker_failure_threshold, "
+                     "breaker_probe_interval_ms = excluded.breaker_probe_interval_ms, "
+                     "verification = excluded.verification, webhook_id = excluded.webhook_id, "
+                     "secret_fingerprint = excluded.secret_fingerprint, "
+                     "sealed_secret = excluded.sealed_secret, "
+                     "schedule_cron = excluded.schedule_cron, "
+                     "schedule_time_zone = excluded.schedule_time_zone, "
+                     "connector = excluded.connector, "
+                     "connector_settings_json = excluded.connector_settings_json, "
+                     "origin = excluded.origin, updated_at = excluded.updated_at, "
+                     "when_not_active = excluded.when_not_active, "
+                     "max_concurrency = excluded.max_concurrency",
+                     subscription_params(s));
+    });
+}
+
+result<subscription> postgres_store::get_subscription(const std::string& id) {
+    std::uint64_t generation = 0;
+    const auto now = std::chrono::steady_clock::now();
+    {
+        std::lock_guard lock(subs_mu_);
+        if (subs_listening_) {
+            if (auto it = subs_cache_.find(id);
+                it != subs_cache_.end() && now - it->second.read_at < cache_ttl) {
+                return it->second.value;
+            }
+        }
+        generation = subs_generation_;
+    }
+    auto found = read_subscription_row(id);
+    if (found) {
+        std::lock_guard lock(subs_mu_);
+        if (subs_listening_ && subs_generation_ == generation) {
+            if (subs_cache_.size() >= max_cached_subscriptions) {
+                subs_cache_.clear();
+            }
+            subs_cache_[id] = cached_subscription{*found, now};
+        }
+    }
+    return found;
+}
+
+result<subscription> postgres_store::read_subscription_row(const std::string& id) {
+    return read([&](connection& c) -> result<subscription> {
+        auto r = c.exec("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = $1", {p(id)});
+        if (!r) {
+            return r.error();
+        }
+        if (r->empty()) {
+            return errc::not_found;
+        }
+        return read_subscription(*r, 0);
+    });
+}
+
+result<std::vector<subscription>> postgres_store::list_subscriptions(const std::string& tenant) {
+    return read([&](connection& c) -> result<std::vector<subscription>> {
+        auto r = c.exec("SELECT " WB_SUB_COLS " FROM subscriptions WHERE tenant = $1 ORDER BY id",
+                        {p(tenant)});
+        if (!r) {
+            return r.error();
+        }
+        return collect_subscriptions(*r);
+    });
+}
+
+result<std::vector<subscription>> postgres_store::list_all_subscriptions() {
+    return read([&](connection& c) -> result<std::vector<subscription>> {
+        auto r = c.exec("SELECT " WB_SUB_COLS " FROM subscriptions ORDER BY id", {});
+        if (!r) {
+            return r.error();
+        }
+        return collect_subscriptions(*r);
+    });
+}
+
+result<void> postgres_store::delete_subscription(const std::string& id) {
+    const subscription_forget forget{*this, id};
+    return write([&](connection& c) -> result<void> {
+        auto r = c.exec("DELETE FROM subscriptions WHERE id = $1", {p(id)});
+        if (!r) {
+            return r.error();
+        }
+        if (r->affected() == 0) {
+            return errc::not_found;
+        }
+        return {};
+    });
+}
+
+result<bool> postgres_store::replace_connector_settings(const std::string& id,
+                                                        const std::string& expected,
+                                                        const std::string& replacement) {
+    const subscription_forget forget{*this, id};
+    bool replaced = false;
+    auto r = write([&](connection& c) -> result<void> {
+        auto q = c.exec("UPDATE subscriptions SET connector_settings_json = $3 "
+                        "WHERE id = $1 AND connector_settings_json = $2",
+                        {p(id), p(expected), p(replacement)});
+        if (!q) {
+            return q.error();
+        }
+        replaced = q->affected() == 1;
+        return {};
+    });
+    if (!r) {
+        return result<bool>(boost::system::in_place_error, r.error());
+    }
+    return replaced;
+}
+
+result<void> postgres_store::change_state(const state_change& change, const std::string& event_id,
+                                          millis at) {
+    const subscription_forget forget{*this, change.subscription_id};
+    return write([&](connection& c) -> result<void> {
+        return apply_state_change(c, change, event_id, at, {});
+    });
+}
+
+void postgres_store::forget_subscription(const std::string& id) {
+    std::lock_guard lock(subs_mu_);
+    ++subs_generation_;
+    subs_cache_.erase(id);
+}
+
+void postgres_store::set_listening(bool on) {
+    std::lock_guard lock(subs_mu_);
+    ++subs_generation_;
+    subs_cache_.clear();
+    subs_listening_ = on;
+}
+
+void postgres_store::listener_loop() {
+    bool listening = false;
+    for (;;) {
+        {
+            std::unique_lock lock(listener_mu_);
+            if (listener_stopping_) {
+                return;
+            }
+            if (!listening) {
+                // Reconnect (and LISTEN again) at most once a second after a failure.
+                listener_cv_.wait_for(lock, std::chrono::seconds(1),
+                                      [&] { return listener_stopping_; });
+                if (listener_stopping_) {
+                    return;
+                }
+            }
+        }
+        if (!listening) {
+            if (listener_->ensure(!listener_->healthy()) &&
+                listener_->run("LISTEN wopbridge_subscriptions")) {
+                listening = true;
+                set_listening(true); // empty: anything cached before may have been missed
+            }
+            continue;
+        }
+        auto ids = listener_->wait_for_notifications(250);
+        if (!ids) {
+            listening = false;
+            set_listening(false); // notifications may be lost from here on: cache nothing
+            continue;
+        }
+        for (const auto& id : *ids) {
+            forget_subscription(id);
+        }
+    }
+}
+
+result<std::vector<subscription>> postgres_store::collect_subscriptions(const rows& r) {
+    std::vector<subscription> out;
+    for (int i = 0; i < r.size(); ++i) {
+        auto s = read_subscription(r, i);
+        if (!s) {
+            return s.error();
+        }
+        out.push_back(std::move(*s));
+    }
+    return out;
+}
+
+} // namespace wopbridge::postgres_detail
