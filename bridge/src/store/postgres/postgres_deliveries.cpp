@@ -1,7 +1,33 @@
 // PostgreSQL store: claiming deliveries and reading them and their dead letters back.
+#include "store/page_cursor.hpp"
 #include "store/postgres/postgres_store_impl.hpp"
 
 namespace wopbridge::postgres_detail {
+
+namespace {
+
+// Up to `limit` rows of a query asked for limit + 1 rows in key order; the extra row only says
+// there is a next page, whose cursor is the last kept row's key (column `key_column`).
+template <class T, class ReadRow>
+result<page<T>> collect_page(const rows& r, int limit, std::string_view list,
+                             const std::string& subscription_id, int key_column, ReadRow read_row) {
+    page<T> out;
+    for (int i = 0; i < r.size(); ++i) {
+        if (i == limit) {
+            out.next_cursor =
+                codec::encode_cursor(list, subscription_id, r.int64(i - 1, key_column));
+            break;
+        }
+        auto item = read_row(r, i);
+        if (!item) {
+            return item.error();
+        }
+        out.items.push_back(std::move(*item));
+    }
+    return out;
+}
+
+} // namespace
 
 result<std::map<std::string, delivery>>
 postgres_store::deliveries_by_dedup_key(const std::string& subscription_id,
@@ -223,13 +249,9 @@ result<std::optional<millis>> postgres_store::next_due_at() {
 
 result<page<delivery>> postgres_store::list_deliveries(const std::string& subscription_id,
                                                        const page_request& req) {
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!req.cursor.empty()) {
-        auto key = codec::decode_cursor(req.cursor, deliveries_cursor, subscription_id);
-        if (!key) {
-            return errc::invalid_argument;
-        }
-        before = *key;
+    auto before = codec::page_start(req, deliveries_cursor, subscription_id);
+    if (!before) {
+        return before.error();
     }
     const int limit = clamp_limit(req.limit);
     return read([&](connection& c) -> result<page<delivery>> {
@@ -243,24 +265,12 @@ result<page<delivery>> postgres_store::list_deliveries(const std::string& subscr
         auto r = c.exec("SELECT " WB_DLV_COLS " FROM deliveries d "
                         "WHERE d.subscription_id = $1 AND d.seq < $2 "
                         "ORDER BY d.seq DESC LIMIT $3",
-                        {p(subscription_id), p(before), p(limit + 1)});
+                        {p(subscription_id), p(*before), p(limit + 1)});
         if (!r) {
             return r.error();
         }
-        page<delivery> out;
-        for (int i = 0; i < r->size(); ++i) {
-            if (i == limit) {
-                out.next_cursor =
-                    codec::encode_cursor(deliveries_cursor, subscription_id, r->int64(i - 1, 11));
-                break;
-            }
-            auto d = read_delivery(*r, i);
-            if (!d) {
-                return d.error();
-            }
-            out.items.push_back(std::move(*d));
-        }
-        return out;
+        return collect_page<delivery>(*r, limit, deliveries_cursor, subscription_id, 11,
+                                      read_delivery);
     });
 }
 
@@ -299,13 +309,9 @@ result<int> postgres_store::release_held(const std::string& subscription_id, mil
 
 result<page<dead_letter>> postgres_store::list_dead_letters(const std::string& subscription_id,
                                                             const page_request& req, millis now) {
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!req.cursor.empty()) {
-        auto key = codec::decode_cursor(req.cursor, dead_letters_cursor, subscription_id);
-        if (!key) {
-            return errc::invalid_argument;
-        }
-        before = *key;
+    auto before = codec::page_start(req, dead_letters_cursor, subscription_id);
+    if (!before) {
+        return before.error();
     }
     const int limit = clamp_limit(req.limit);
     return read([&](connection& c) -> result<page<dead_letter>> {
@@ -319,24 +325,12 @@ result<page<dead_letter>> postgres_store::list_dead_letters(const std::string& s
         auto r = c.exec("SELECT " WB_DL_COLS " FROM dead_letters "
                         "WHERE subscription_id = $1 AND seq < $2 "
                         "AND expires_at > $3 ORDER BY seq DESC LIMIT $4",
-                        {p(subscription_id), p(before), p(now), p(limit + 1)});
+                        {p(subscription_id), p(*before), p(now), p(limit + 1)});
         if (!r) {
             return r.error();
         }
-        page<dead_letter> out;
-        for (int i = 0; i < r->size(); ++i) {
-            if (i == limit) {
-                out.next_cursor =
-                    codec::encode_cursor(dead_letters_cursor, subscription_id, r->int64(i - 1, 12));
-                break;
-            }
-            auto d = read_dead_letter(*r, i);
-            if (!d) {
-                return d.error();
-            }
-            out.items.push_back(std::move(*d));
-        }
-        return out;
+        return collect_page<dead_letter>(*r, limit, dead_letters_cursor, subscription_id, 12,
+                                         read_dead_letter);
     });
 }
 

@@ -1,23 +1,10 @@
 // SQLite store: claiming deliveries and reading them and their dead letters back.
+#include "store/page_cursor.hpp"
 #include "store/sqlite/sqlite_store_impl.hpp"
 
 namespace wopbridge::sqlite_detail {
 
 namespace {
-
-// Where a page starts: just below the cursor's key, or at the top for the first page. A cursor
-// minted for another list or another subscription is invalid_argument.
-result<std::int64_t> page_start(const page_request& req, std::string_view list,
-                                const std::string& subscription_id) {
-    if (req.cursor.empty()) {
-        return std::numeric_limits<std::int64_t>::max();
-    }
-    auto key = codec::decode_cursor(req.cursor, list, subscription_id);
-    if (!key) {
-        return errc::invalid_argument;
-    }
-    return *key;
-}
 
 // Up to `limit` rows of a query asked for limit + 1 rows in key order; the extra row only says
 // there is a next page, whose cursor is the last kept row's key (column `key_column`).
@@ -302,7 +289,7 @@ result<std::optional<millis>> sqlite_store::next_due_at() {
 
 result<page<delivery>> sqlite_store::list_deliveries(const std::string& subscription_id,
                                                      const page_request& req) {
-    auto before = page_start(req, deliveries_cursor, subscription_id);
+    auto before = codec::page_start(req, deliveries_cursor, subscription_id);
     if (!before) {
         return before.error();
     }
@@ -319,7 +306,8 @@ result<page<delivery>> sqlite_store::list_deliveries(const std::string& subscrip
                                    "WHERE d.subscription_id = ?1 AND d.seq < ?2 "
                                    "ORDER BY d.seq DESC LIMIT ?3");
         st.bind(1, subscription_id).bind(2, *before).bind(3, limit + 1);
-        return collect_page<delivery>(st, limit, deliveries_cursor, subscription_id, 11, read_delivery);
+        return collect_page<delivery>(st, limit, deliveries_cursor, subscription_id, 11,
+                                      read_delivery);
     });
 }
 
@@ -352,7 +340,7 @@ result<int> sqlite_store::release_held(const std::string& subscription_id, milli
 
 result<page<dead_letter>> sqlite_store::list_dead_letters(const std::string& subscription_id,
                                                           const page_request& req, millis now) {
-    auto before = page_start(req, dead_letters_cursor, subscription_id);
+    auto before = codec::page_start(req, dead_letters_cursor, subscription_id);
     if (!before) {
         return before.error();
     }
@@ -369,7 +357,8 @@ result<page<dead_letter>> sqlite_store::list_dead_letters(const std::string& sub
                                    "WHERE subscription_id = ?1 AND seq < ?2 "
                                    "AND expires_at > ?3 ORDER BY seq DESC LIMIT ?4");
         st.bind(1, subscription_id).bind(2, *before).bind(3, now).bind(4, limit + 1);
-        return collect_page<dead_letter>(st, limit, dead_letters_cursor, subscription_id, 12, read_dead_letter);
+        return collect_page<dead_letter>(st, limit, dead_letters_cursor, subscription_id, 12,
+                                         read_dead_letter);
     });
 }
 
