@@ -5,6 +5,7 @@
 // outage under a running bridge, and two nodes on PostgreSQL in one consumer group. Every check
 // goes through the REST API (deliveries, runs, poll, dead letters) or the group's committed
 // offsets in the cluster.
+#include "support/broker_serve_fixture.hpp"
 #include "support/build_paths.hpp"
 #include "support/child_process.hpp"
 #include "support/eventually.hpp"
@@ -21,14 +22,10 @@
 
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <fstream>
 #include <map>
-#include <mutex>
-#include <set>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace wopbridge::testing {
@@ -51,40 +48,21 @@ struct config_options {
     std::string store{}; // default: SQLite (sqlite_serve_prelude)
 };
 
-class KafkaServeTest : public ::testing::Test {
+class KafkaServeTest : public broker_serve_fixture {
   protected:
+    KafkaServeTest() : broker_serve_fixture(api_key, sub_id) {}
+
     void SetUp() override {
         ASSERT_TRUE(cluster_.create_topic(topic, partitions));
-        const int fd = ::open(dir_.file("host.key").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        ASSERT_EQ(::write(fd, host_key.data(), host_key.size()),
-                  static_cast<ssize_t>(host_key.size()));
-        ::close(fd);
+        write_host_key(host_key);
     }
 
     std::string write_config(const config_options& o = {},
                              const std::string& name = "wopbridge.yaml") {
         const std::string path = dir_.file(name);
         std::ofstream out(path);
-        if (o.store.empty()) {
-            out << sqlite_serve_prelude(api_key);
-        } else {
-            out << "server: {listen: \"127.0.0.1:0\"}\n"
-                   "auth:\n"
-                   "  apiKeys:\n"
-                   "    - {key: "
-                << api_key << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-                << o.store << "hostKeyFile: host.key\n";
-        }
-        out << o.runs
-            << "delivery:\n"
-               "  retryPolicy: {maxAttempts: 3, backoff: none}\n"
-               // An attempt in flight when the bridge is SIGKILLed is retried after its lease.
-               "  lease: 2s\n"
-               "  breaker: {failureThreshold: 100}\n"
-               "deadLetter: {maxPageSize: 1000}\n"
-               "connectors:\n"
-               "  - name: kafka-orders\n"
+        out << config_head(o.runs, o.store)
+            << "  - name: kafka-orders\n"
                "    module: kafka\n"
                "    settings: {bootstrapServers: \""
             << cluster_.bootstrap() << "\", maxInFlight: " << o.max_in_flight
@@ -101,40 +79,6 @@ class KafkaServeTest : public ::testing::Test {
                "    settings: {topics: ["
             << topic << "], groupId: " << group << ", startFrom: beginning}\n";
         return path;
-    }
-
-    std::string config() const { return dir_.file("wopbridge.yaml"); }
-    std::string log_file() const { return dir_.file("serve.log"); }
-    std::string log_text() const { return read_text_file(log_file()); }
-
-    static json::value get_json(const serve_process& serve, const std::string& path) {
-        http_call c;
-        c.url = serve.url() + path;
-        c.headers = {{"authorization", std::string("Bearer ") + api_key}};
-        auto r = perform(c);
-        if (r.status != 200) {
-            ADD_FAILURE() << path << " answered " << r.status << " " << r.body << r.error;
-            return json::value{};
-        }
-        return json::parse(r.body);
-    }
-
-    static json::array deliveries(const serve_process& serve) {
-        auto v = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id +
-                                     "/deliveries?limit=1000");
-        if (!v.is_object()) {
-            return {};
-        }
-        EXPECT_FALSE(v.as_object().contains("nextCursor"));
-        return v.at("deliveries").as_array();
-    }
-
-    static std::size_t delivered_count(const serve_process& serve) {
-        std::size_t n = 0;
-        for (const auto& d : deliveries(serve)) {
-            n += d.at("status").as_string() == "delivered" ? 1 : 0;
-        }
-        return n;
     }
 
     std::vector<produced_record> produce(int n, int first = 0) {
@@ -163,56 +107,16 @@ class KafkaServeTest : public ::testing::Test {
     // that delivered it.
     void expect_one_run_per_record(const serve_process& serve, std::size_t records,
                                    bool check_causation) {
-        const auto all = deliveries(serve);
-        EXPECT_EQ(all.size(), records);
-        std::set<std::string> seen_keys;
-        std::set<std::string> runs;
         std::map<std::string, std::string> key_of_run;
-        for (const auto& dv : all) {
-            const auto& d = dv.as_object();
-            const std::string key(d.at("dedupKey").as_string());
-            EXPECT_TRUE(seen_keys.insert(key).second) << "two deliveries of one record: " << key;
-            EXPECT_EQ(d.at("status").as_string(), "delivered") << json::serialize(d);
-            ASSERT_TRUE(d.contains("runId")) << json::serialize(d);
-            const std::string run(d.at("runId").as_string());
-            EXPECT_TRUE(runs.insert(run).second);
-            key_of_run[run] = key;
-        }
-        EXPECT_EQ(runs.size(), records);
-        if (!check_causation) {
+        expect_one_delivered_run_each(serve, records, "record", key_of_run);
+        if (HasFatalFailure() || !check_causation) {
             return;
         }
-        for (const auto& run_id : runs) {
-            const auto poll = get_json(serve, "/v1/runs/" + run_id + "/events/poll?timeout=1");
-            ASSERT_TRUE(poll.is_object());
-            std::string attempt_event_id;
-            std::string causation;
-            int started = 0;
-            for (const auto& ev : poll.at("events").as_array()) {
-                const auto& e = ev.as_object();
-                if (e.at("type").as_string() == "trigger.delivery.attempted") {
-                    const auto& p = e.at("payload").as_object();
-                    if (p.at("outcome").as_string() == "delivered") {
-                        EXPECT_EQ(p.at("runId").as_string(), run_id);
-                        EXPECT_EQ(p.at("dedupKey").as_string(), key_of_run[run_id]);
-                        attempt_event_id = e.at("eventId").as_string();
-                    }
-                } else if (e.at("type").as_string() == "run.started") {
-                    ++started;
-                    if (e.contains("causationId")) {
-                        causation = e.at("causationId").as_string();
-                    }
-                }
-            }
-            EXPECT_EQ(started, 1) << run_id;
-            EXPECT_FALSE(attempt_event_id.empty()) << run_id;
-            EXPECT_EQ(causation, attempt_event_id) << run_id;
-        }
+        expect_runs_caused_by_their_attempts(serve, key_of_run);
     }
 
     kafka_mock cluster_;
     std::unique_ptr<kafka_group_reader> reader_;
-    temp_dir dir_;
 };
 
 TEST_F(KafkaServeTest, EachProducedRecordStartsOneRunCausedByItsDeliveredAttempt) {
@@ -235,8 +139,7 @@ TEST_F(KafkaServeTest, EachProducedRecordStartsOneRunCausedByItsDeliveredAttempt
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == recs.size() + 1; }))
         << log_text();
     expect_one_run_per_record(serve, recs.size() + 1, false);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
     EXPECT_TRUE(all_committed());
 }
 
@@ -300,33 +203,19 @@ TEST_F(KafkaServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
     ASSERT_TRUE(eventually([&] { return delivered_count(again) >= total; }, 90s)) << log_text();
     ASSERT_TRUE(eventually([&] { return all_committed(); }, 30s));
     expect_one_run_per_record(again, total, true);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.wait_exit(), 0) << log_text();
+    expect_clean_stop(again);
 }
 
 TEST_F(KafkaServeTest, RecordWhoseRunNeverStartsIsDeadLetteredAndCommitted) {
     // The run host refuses the first three starts with a 500 (retryable), then starts runs.
     fake_runs_host runs_host;
-    for (int i = 0; i < 3; ++i) {
-        runs_host.script(http_response{500,
-                                       {{"content-type", "application/json"}},
-                                       R"({"error":"internal_error","message":"down"})"});
-    }
-    write_config({.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() +
-                          "\", timeout: 2s}}\n"});
+    write_config({.runs = refusing_upstream_runs(runs_host, 3)});
     serve_process serve;
     ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
     produce(1);
-    const std::string sub_path = std::string("/v1/trigger-subscriptions/") + sub_id;
+    const std::string sub_path = subscription_path();
     json::array dead;
-    ASSERT_TRUE(eventually([&] {
-        auto page = get_json(serve, sub_path + "/dead-letters?limit=10");
-        if (!page.is_object()) {
-            return false;
-        }
-        dead = page.at("deliveries").as_array();
-        return !dead.empty();
-    }, 30s)) << log_text();
+    ASSERT_TRUE(dead_letters_appear(serve, dead, 30s)) << log_text();
     ASSERT_EQ(dead.size(), 1u);
     const auto& rec = dead[0].as_object();
     EXPECT_EQ(rec.at("attempt").at("outcome").as_string(), "dead-lettered");
@@ -348,19 +237,12 @@ TEST_F(KafkaServeTest, RecordWhoseRunNeverStartsIsDeadLetteredAndCommitted) {
     })) << log_text();
     EXPECT_FALSE(all_committed());
     EXPECT_EQ(deliveries(serve).size(), 1u);
-    http_call patch;
-    patch.method = "PATCH";
-    patch.url = serve.url() + sub_path;
-    patch.headers = {{"authorization", std::string("Bearer ") + api_key},
-                     {"content-type", "application/json"}};
-    patch.body = R"({"state":"active"})";
-    ASSERT_EQ(perform(patch).status, 200);
+    ASSERT_EQ(reactivate_subscription(serve), 200);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 1; }, 40s)) << log_text();
     EXPECT_TRUE(eventually([&] { return all_committed(); }));
     EXPECT_EQ(deliveries(serve).size(), 2u);
     EXPECT_EQ(runs_host.runs_created(), 1);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(KafkaServeTest, BrokerOutageIsSurvivedAndLaterRecordsStartRuns) {
@@ -374,23 +256,22 @@ TEST_F(KafkaServeTest, BrokerOutageIsSurvivedAndLaterRecordsStartRuns) {
     const auto log_before = log_text().size();
     cluster_.down();
     ASSERT_TRUE(eventually([&] {
-        return log_text().substr(log_before).find("connection lost") != std::string::npos;
+        return log_has_since(log_before, "connection lost");
     }, 30s)) << log_text();
     // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
-    const auto sub = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id);
+    const auto sub = get_json(serve, subscription_path());
     ASSERT_TRUE(sub.is_object());
     EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
 
     cluster_.up();
     ASSERT_TRUE(eventually([&] {
-        return log_text().substr(log_before).find("connection regained") != std::string::npos;
+        return log_has_since(log_before, "connection regained");
     }, 30s)) << log_text();
     produce(4, 100);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 7; }, 30s)) << log_text();
     EXPECT_TRUE(eventually([&] { return all_committed(); }));
     expect_one_run_per_record(serve, 7, true);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(KafkaServeTest, TwoNodesOnPostgresInOneGroupStartOneRunPerRecord) {

@@ -5,6 +5,7 @@
 // run never starts dead-lettered and acked, and two nodes on PostgreSQL sharing one durable
 // consumer. Every check goes through the REST API (deliveries, runs, poll, dead letters), the
 // PostgreSQL tables, or the consumer's state in JetStream.
+#include "support/broker_serve_fixture.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -19,14 +20,12 @@
 
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace wopbridge::testing {
@@ -50,40 +49,21 @@ struct config_options {
     std::string store{}; // default: SQLite (sqlite_serve_prelude)
 };
 
-class NatsServeTest : public ::testing::Test {
+class NatsServeTest : public broker_serve_fixture {
   protected:
+    NatsServeTest() : broker_serve_fixture(api_key, sub_id) {}
+
     void SetUp() override {
         WOPBRIDGE_REQUIRE_NATS();
-        const int fd = ::open(dir_.file("host.key").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        ASSERT_EQ(::write(fd, host_key.data(), host_key.size()),
-                  static_cast<ssize_t>(host_key.size()));
-        ::close(fd);
+        write_host_key(host_key);
     }
 
     std::string write_config(const nats_server& broker, const config_options& o = {},
                              const std::string& name = "wopbridge.yaml") {
         const std::string path = dir_.file(name);
         std::ofstream out(path);
-        if (o.store.empty()) {
-            out << sqlite_serve_prelude(api_key);
-        } else {
-            out << "server: {listen: \"127.0.0.1:0\"}\n"
-                   "auth:\n"
-                   "  apiKeys:\n"
-                   "    - {key: "
-                << api_key << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-                << o.store << "hostKeyFile: host.key\n";
-        }
-        out << o.runs
-            << "delivery:\n"
-               "  retryPolicy: {maxAttempts: 3, backoff: none}\n"
-               // An attempt in flight when the bridge is SIGKILLed is retried after its lease.
-               "  lease: 2s\n"
-               "  breaker: {failureThreshold: 100}\n"
-               "deadLetter: {maxPageSize: 1000}\n"
-               "connectors:\n"
-               "  - name: nats-orders\n"
+        out << config_head(o.runs, o.store)
+            << "  - name: nats-orders\n"
                "    module: nats\n"
                "    settings: {url: \""
             << broker.url() << "\", batchSize: " << o.batch_size
@@ -100,40 +80,6 @@ class NatsServeTest : public ::testing::Test {
             << stream << ", durable: " << durable << ", startFrom: " << o.start_from
             << ", ackWaitMs: " << o.ack_wait_ms << "}\n";
         return path;
-    }
-
-    std::string config() const { return dir_.file("wopbridge.yaml"); }
-    std::string log_file() const { return dir_.file("serve.log"); }
-    std::string log_text() const { return read_text_file(log_file()); }
-
-    static json::value get_json(const serve_process& serve, const std::string& path) {
-        http_call c;
-        c.url = serve.url() + path;
-        c.headers = {{"authorization", std::string("Bearer ") + api_key}};
-        auto r = perform(c);
-        if (r.status != 200) {
-            ADD_FAILURE() << path << " answered " << r.status << " " << r.body << r.error;
-            return json::value{};
-        }
-        return json::parse(r.body);
-    }
-
-    static json::array deliveries(const serve_process& serve) {
-        auto v = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id +
-                                     "/deliveries?limit=1000");
-        if (!v.is_object()) {
-            return {};
-        }
-        EXPECT_FALSE(v.as_object().contains("nextCursor"));
-        return v.at("deliveries").as_array();
-    }
-
-    static std::size_t delivered_count(const serve_process& serve) {
-        std::size_t n = 0;
-        for (const auto& d : deliveries(serve)) {
-            n += d.at("status").as_string() == "delivered" ? 1 : 0;
-        }
-        return n;
     }
 
     static std::vector<std::uint64_t> produce(nats_client& client, int n, int first = 0) {
@@ -163,62 +109,18 @@ class NatsServeTest : public ::testing::Test {
                                     const std::vector<std::uint64_t>& seqs, bool check_causation) {
         ASSERT_EQ(std::set<std::uint64_t>(seqs.begin(), seqs.end()).size(), seqs.size())
             << "sequences must be distinct";
-        const auto all = deliveries(serve);
-        EXPECT_EQ(all.size(), seqs.size());
-        std::set<std::string> seen_keys;
-        std::set<std::string> runs;
-        for (const auto& dv : all) {
-            const auto& d = dv.as_object();
-            const std::string key(d.at("dedupKey").as_string());
-            EXPECT_TRUE(seen_keys.insert(key).second) << "two deliveries of one message: " << key;
-            EXPECT_EQ(d.at("status").as_string(), "delivered") << json::serialize(d);
-            ASSERT_TRUE(d.contains("runId")) << json::serialize(d);
-            EXPECT_TRUE(runs.insert(std::string(d.at("runId").as_string())).second);
-        }
-        EXPECT_EQ(runs.size(), seqs.size());
-        EXPECT_EQ(seen_keys.size(), seqs.size());
         std::map<std::string, std::string> key_of_run;
-        for (const auto& dv : all) {
-            key_of_run[std::string(dv.at("runId").as_string())] =
-                std::string(dv.at("dedupKey").as_string());
-        }
-        if (!check_causation) {
+        expect_one_delivered_run_each(serve, seqs.size(), "message", key_of_run);
+        if (HasFatalFailure() || !check_causation) {
             return;
         }
-        for (const auto& run_id : runs) {
-            const auto poll = get_json(serve, "/v1/runs/" + run_id + "/events/poll?timeout=1");
-            ASSERT_TRUE(poll.is_object());
-            std::string attempt_event_id;
-            std::string causation;
-            int started = 0;
-            for (const auto& ev : poll.at("events").as_array()) {
-                const auto& e = ev.as_object();
-                if (e.at("type").as_string() == "trigger.delivery.attempted") {
-                    const auto& p = e.at("payload").as_object();
-                    if (p.at("outcome").as_string() == "delivered") {
-                        EXPECT_EQ(p.at("runId").as_string(), run_id);
-                        EXPECT_EQ(p.at("dedupKey").as_string(), key_of_run[run_id]);
-                        attempt_event_id = e.at("eventId").as_string();
-                    }
-                } else if (e.at("type").as_string() == "run.started") {
-                    ++started;
-                    if (e.contains("causationId")) {
-                        causation = e.at("causationId").as_string();
-                    }
-                }
-            }
-            EXPECT_EQ(started, 1) << run_id;
-            EXPECT_FALSE(attempt_event_id.empty()) << run_id;
-            EXPECT_EQ(causation, attempt_event_id) << run_id;
-        }
+        expect_runs_caused_by_their_attempts(serve, key_of_run);
     }
 
     // The bridge created the durable consumer (startFrom: new: publish only after that).
     static bool consumer_exists(nats_client& client) {
         return client.consumer(stream, durable).has_value();
     }
-
-    temp_dir dir_;
 };
 
 TEST_F(NatsServeTest, EachPublishedMessageStartsOneRunCausedByItsDeliveredAttempt) {
@@ -244,8 +146,7 @@ TEST_F(NatsServeTest, EachPublishedMessageStartsOneRunCausedByItsDeliveredAttemp
     seqs.insert(seqs.end(), more.begin(), more.end());
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); })) << log_text();
     expect_one_run_per_message(serve, seqs, false);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
     EXPECT_TRUE(all_acked(client));
 }
 
@@ -295,8 +196,7 @@ TEST_F(NatsServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
     ASSERT_TRUE(eventually([&] { return delivered_count(again) >= total; }, 60s)) << log_text();
     ASSERT_TRUE(eventually([&] { return all_acked(client); }, 30s));
     expect_one_run_per_message(again, seqs, true);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.wait_exit(), 0) << log_text();
+    expect_clean_stop(again);
 }
 
 TEST_F(NatsServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStartRuns) {
@@ -314,16 +214,16 @@ TEST_F(NatsServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStartRun
     const auto log_before = log_text().size();
     broker.kill(); // a crash: the store on disk is what survives
     ASSERT_TRUE(eventually([&] {
-        return log_text().substr(log_before).find("connection lost") != std::string::npos;
+        return log_has_since(log_before, "connection lost");
     })) << log_text();
     // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
-    const auto sub = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id);
+    const auto sub = get_json(serve, subscription_path());
     ASSERT_TRUE(sub.is_object());
     EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
 
     broker.start();
     ASSERT_TRUE(eventually([&] {
-        return log_text().substr(log_before).find("connection regained") != std::string::npos;
+        return log_has_since(log_before, "connection regained");
     })) << log_text();
     client = std::make_unique<nats_client>(broker.url());
     auto more = produce(*client, 4, 100);
@@ -332,8 +232,7 @@ TEST_F(NatsServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStartRun
         << log_text();
     EXPECT_TRUE(eventually([&] { return all_acked(*client); }));
     expect_one_run_per_message(serve, seqs, true);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(NatsServeTest, BridgeStartedBeforeTheBrokerConsumesOnceItComesUp) {
@@ -357,39 +256,25 @@ TEST_F(NatsServeTest, BridgeStartedBeforeTheBrokerConsumesOnceItComesUp) {
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); })) << log_text();
     expect_one_run_per_message(serve, seqs, true);
     EXPECT_TRUE(eventually([&] { return all_acked(client); }));
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(NatsServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
     // The run host refuses the first three starts with a 500 (retryable), then starts runs.
     fake_runs_host runs_host;
-    for (int i = 0; i < 3; ++i) {
-        runs_host.script(http_response{500,
-                                       {{"content-type", "application/json"}},
-                                       R"({"error":"internal_error","message":"down"})"});
-    }
     nats_server broker;
     nats_client client(broker.url());
     ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
-    write_config(broker, {.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() +
-                                  "\", timeout: 2s}}\n"});
+    write_config(broker, {.runs = refusing_upstream_runs(runs_host, 3)});
     serve_process serve;
     ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
     ASSERT_TRUE(eventually([&] { return consumer_exists(client); })) << log_text();
 
     auto seqs = produce(client, 1);
     ASSERT_EQ(seqs.size(), 1u);
-    const std::string sub_path = std::string("/v1/trigger-subscriptions/") + sub_id;
+    const std::string sub_path = subscription_path();
     json::array dead;
-    ASSERT_TRUE(eventually([&] {
-        auto page = get_json(serve, sub_path + "/dead-letters?limit=10");
-        if (!page.is_object()) {
-            return false;
-        }
-        dead = page.at("deliveries").as_array();
-        return !dead.empty();
-    })) << log_text();
+    ASSERT_TRUE(dead_letters_appear(serve, dead)) << log_text();
     ASSERT_EQ(dead.size(), 1u);
     const auto& rec = dead[0].as_object();
     EXPECT_EQ(rec.at("subscriptionId").as_string(), sub_id);
@@ -416,19 +301,12 @@ TEST_F(NatsServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
 
     // ... until an operator re-activates the subscription (or replays the dead letter): then
     // they start runs.
-    http_call patch;
-    patch.method = "PATCH";
-    patch.url = serve.url() + sub_path;
-    patch.headers = {{"authorization", std::string("Bearer ") + api_key},
-                     {"content-type", "application/json"}};
-    patch.body = R"({"state":"active"})";
-    ASSERT_EQ(perform(patch).status, 200);
+    ASSERT_EQ(reactivate_subscription(serve), 200);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 1; }, 40s)) << log_text();
     EXPECT_TRUE(eventually([&] { return all_acked(client); }));
     EXPECT_EQ(deliveries(serve).size(), 2u);
     EXPECT_EQ(runs_host.runs_created(), 1);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(NatsServeTest, TwoNodesOnPostgresShareOneDurableAndStartOneRunPerMessage) {

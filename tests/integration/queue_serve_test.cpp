@@ -6,6 +6,7 @@
 #include "app/host_key_check.hpp"
 #include "core/secret_box.hpp"
 #include "store/store.hpp"
+#include "support/broker_serve_fixture.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -52,30 +53,19 @@ struct config_options {
     int batch_size = 16;
 };
 
-class QueueServeTest : public ::testing::Test {
+class QueueServeTest : public broker_serve_fixture {
   protected:
+    QueueServeTest() : broker_serve_fixture(api_key, sub_id) {}
+
     void SetUp() override {
         WOPBRIDGE_REQUIRE_REDIS();
-        const int fd = ::open(dir_.file("host.key").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        ASSERT_EQ(::write(fd, host_key.data(), host_key.size()),
-                  static_cast<ssize_t>(host_key.size()));
-        ::close(fd);
+        write_host_key(host_key);
     }
 
     void write_config(const redis_server& redis, const config_options& o = {}) {
         std::ofstream out(dir_.file("wopbridge.yaml"));
-        out << sqlite_serve_prelude(api_key)
-            << o.runs
-            << "delivery:\n"
-               "  retryPolicy: {maxAttempts: 3, backoff: none}\n"
-               // A delivery attempt in flight when the bridge is SIGKILLed is retried after its
-               // lease (default 60 s): short here, so the restart test takes seconds.
-               "  lease: 2s\n"
-               "  breaker: {failureThreshold: 100}\n"
-               "deadLetter: {maxPageSize: 1000}\n"
-               "connectors:\n"
-               "  - name: redis-orders\n"
+        out << config_head(o.runs)
+            << "  - name: redis-orders\n"
                "    module: queue\n"
                "    settings: {url: \""
             << redis.url() << "\", consumer: bridge-1, blockMs: 200, batchSize: " << o.batch_size
@@ -90,42 +80,6 @@ class QueueServeTest : public ::testing::Test {
                "    workflowId: order-intake\n"
                "    settings: {stream: orders, group: wopbridge, startFrom: "
             << o.start_from << "}\n";
-    }
-
-    std::string config() const { return dir_.file("wopbridge.yaml"); }
-    std::string log_file() const { return dir_.file("serve.log"); }
-    std::string log_text() const { return read_text_file(log_file()); }
-
-    static json::value get_json(const serve_process& serve, const std::string& path) {
-        http_call c;
-        c.url = serve.url() + path;
-        c.headers = {{"authorization", std::string("Bearer ") + api_key}};
-        auto r = perform(c);
-        if (r.status != 200) {
-            ADD_FAILURE() << path << " answered " << r.status << " " << r.body << r.error;
-            return json::value{};
-        }
-        return json::parse(r.body);
-    }
-
-    // Every delivery of the subscription, in one page (maxPageSize is 1000).
-    static json::array deliveries(const serve_process& serve) {
-        auto v = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id +
-                                     "/deliveries?limit=1000");
-        if (!v.is_object()) {
-            return {};
-        }
-        const auto& page = v.as_object();
-        EXPECT_FALSE(page.contains("nextCursor"));
-        return page.at("deliveries").as_array();
-    }
-
-    static std::size_t delivered_count(const serve_process& serve) {
-        std::size_t n = 0;
-        for (const auto& d : deliveries(serve)) {
-            n += d.at("status").as_string() == "delivered" ? 1 : 0;
-        }
-        return n;
     }
 
     std::string dedup_key_of(const std::string& message_id) {
@@ -205,55 +159,23 @@ class QueueServeTest : public ::testing::Test {
             expected.emplace(dedup_key_of(id), id);
         }
         ASSERT_EQ(expected.size(), ids.size()) << "message ids must be distinct";
-        const auto all = deliveries(serve);
-        EXPECT_EQ(all.size(), ids.size());
-        std::set<std::string> seen_keys;
-        std::set<std::string> runs;
-        for (const auto& dv : all) {
-            const auto& d = dv.as_object();
-            const std::string key(d.at("dedupKey").as_string());
-            EXPECT_TRUE(expected.count(key)) << "a delivery for no produced message: " << key;
-            EXPECT_TRUE(seen_keys.insert(key).second) << "two deliveries of one message: " << key;
-            EXPECT_EQ(d.at("status").as_string(), "delivered") << json::serialize(d);
-            ASSERT_TRUE(d.contains("runId")) << json::serialize(d);
-            EXPECT_TRUE(runs.insert(std::string(d.at("runId").as_string())).second);
-        }
-        EXPECT_EQ(runs.size(), ids.size());
-        if (!check_causation) {
+        std::map<std::string, std::string> key_of_run;
+        expect_one_delivered_run_each(serve, ids.size(), "message", key_of_run,
+                                      [&](const std::string& key) { return expected.count(key) > 0; });
+        if (HasFatalFailure() || !check_causation) {
             return;
         }
-        for (const auto& run_id : runs) {
+        for (const auto& [run_id, key] : key_of_run) {
             const auto snap = get_json(serve, "/v1/runs/" + run_id);
             ASSERT_TRUE(snap.is_object());
             EXPECT_EQ(snap.at("subscriptionId").as_string(), sub_id);
-            const auto poll = get_json(serve, "/v1/runs/" + run_id + "/events/poll?timeout=1");
-            ASSERT_TRUE(poll.is_object());
-            std::string attempt_event_id;
-            std::string causation;
-            int started = 0;
-            for (const auto& ev : poll.at("events").as_array()) {
-                const auto& e = ev.as_object();
-                if (e.at("type").as_string() == "trigger.delivery.attempted") {
-                    const auto& p = e.at("payload").as_object();
-                    if (p.at("outcome").as_string() == "delivered") {
-                        EXPECT_EQ(p.at("runId").as_string(), run_id);
-                        EXPECT_TRUE(expected.count(std::string(p.at("dedupKey").as_string())));
-                        attempt_event_id = e.at("eventId").as_string();
-                    }
-                } else if (e.at("type").as_string() == "run.started") {
-                    ++started;
-                    if (e.contains("causationId")) {
-                        causation = e.at("causationId").as_string();
-                    }
-                }
-            }
-            EXPECT_EQ(started, 1) << run_id;
-            EXPECT_FALSE(attempt_event_id.empty()) << run_id;
-            EXPECT_EQ(causation, attempt_event_id) << run_id;
         }
+        expect_runs_caused_by_their_attempts(
+            serve, key_of_run, [&](const std::string&, const std::string& attempt_key) {
+                EXPECT_TRUE(expected.count(attempt_key));
+            });
     }
 
-    temp_dir dir_;
     std::optional<secret_box> data_key_;
 };
 
@@ -312,8 +234,7 @@ TEST_F(QueueServeTest, EachMessageFromRedisCliStartsOneRunCausedByItsDeliveredAt
     ids.push_back(r.out);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == ids.size(); })) << log_text();
     expect_one_run_per_message(serve, ids, false);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(QueueServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
@@ -365,8 +286,7 @@ TEST_F(QueueServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
     ASSERT_TRUE(eventually([&] { return delivered_count(again) >= total; }, 60s)) << log_text();
     ASSERT_TRUE(eventually([&] { return pending(redis) == 0; })) << pending(redis);
     expect_one_run_per_message(again, ids, true);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.wait_exit(), 0) << log_text();
+    expect_clean_stop(again);
 }
 
 TEST_F(QueueServeTest, RedisRestartIsSurvivedAndLaterMessagesStartRuns) {
@@ -382,24 +302,23 @@ TEST_F(QueueServeTest, RedisRestartIsSurvivedAndLaterMessagesStartRuns) {
     const auto log_before = log_text().size();
     redis.stop();
     ASSERT_TRUE(eventually([&] {
-        return log_text().substr(log_before).find("connect failed") != std::string::npos;
+        return log_has_since(log_before, "connect failed");
     })) << log_text();
     // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
-    const auto sub = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id);
+    const auto sub = get_json(serve, subscription_path());
     ASSERT_TRUE(sub.is_object());
     EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
 
     redis.start();
     ASSERT_TRUE(eventually([&] {
-        return log_text().substr(log_before).find("consuming as bridge-1") != std::string::npos;
+        return log_has_since(log_before, "consuming as bridge-1");
     })) << log_text();
     auto more = produce(redis, 4, 100);
     ids.insert(ids.end(), more.begin(), more.end());
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == ids.size(); })) << log_text();
     EXPECT_TRUE(eventually([&] { return pending(redis) == 0; })) << pending(redis);
     expect_one_run_per_message(serve, ids, true);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(QueueServeTest, BridgeStartedBeforeRedisConsumesOnceRedisComesUp) {
@@ -420,36 +339,23 @@ TEST_F(QueueServeTest, BridgeStartedBeforeRedisConsumesOnceRedisComesUp) {
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == ids.size(); })) << log_text();
     expect_one_run_per_message(serve, ids, true);
     EXPECT_TRUE(eventually([&] { return pending(redis) == 0; })) << pending(redis);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 TEST_F(QueueServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
     // The run host refuses the first three starts with a 500 (retryable), then starts runs.
     fake_runs_host runs_host;
-    for (int i = 0; i < 3; ++i) {
-        runs_host.script(http_response{500, {{"content-type", "application/json"}},
-                                       R"({"error":"internal_error","message":"down"})"});
-    }
     redis_server redis;
-    write_config(redis, {.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() +
-                                 "\", timeout: 2s}}\n"});
+    write_config(redis, {.runs = refusing_upstream_runs(runs_host, 3)});
     serve_process serve;
     ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
     ASSERT_TRUE(eventually([&] { return group_exists(redis); })) << log_text();
 
     auto ids = produce(redis, 1);
     ASSERT_EQ(ids.size(), 1u);
-    const std::string sub_path = std::string("/v1/trigger-subscriptions/") + sub_id;
+    const std::string sub_path = subscription_path();
     json::array dead;
-    ASSERT_TRUE(eventually([&] {
-        auto page = get_json(serve, sub_path + "/dead-letters?limit=10");
-        if (!page.is_object()) {
-            return false;
-        }
-        dead = page.at("deliveries").as_array();
-        return !dead.empty();
-    })) << log_text();
+    ASSERT_TRUE(dead_letters_appear(serve, dead)) << log_text();
     ASSERT_EQ(dead.size(), 1u);
     const auto& rec = dead[0].as_object();
     EXPECT_EQ(rec.at("subscriptionId").as_string(), sub_id);
@@ -475,13 +381,7 @@ TEST_F(QueueServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
     EXPECT_EQ(deliveries(serve).size(), 1u);
 
     // ... until an operator re-activates the subscription: then they start runs.
-    http_call patch;
-    patch.method = "PATCH";
-    patch.url = serve.url() + sub_path;
-    patch.headers = {{"authorization", std::string("Bearer ") + api_key},
-                     {"content-type", "application/json"}};
-    patch.body = R"({"state":"active"})";
-    ASSERT_EQ(perform(patch).status, 200);
+    ASSERT_EQ(reactivate_subscription(serve), 200);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 1; })) << log_text();
     EXPECT_TRUE(eventually([&] { return pending(redis) == 0; })) << pending(redis);
     all = deliveries(serve);
@@ -495,8 +395,7 @@ TEST_F(QueueServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
         ++refusals;
     }
     EXPECT_LE(refusals, 12u) << text;
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 // PostgreSQL competing on one queue. Every check goes through the REST API (deliveries, runs,
 // poll, dead letters), or the queue's depth in the broker (passive queue.declare). The suite
 // shares one RabbitMQ node (boot takes seconds); each test has its own queue.
+#include "support/broker_serve_fixture.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -20,14 +21,10 @@
 
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <fstream>
 #include <map>
-#include <mutex>
-#include <set>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace wopbridge::testing {
@@ -47,8 +44,10 @@ struct config_options {
     std::string url{};   // default: the suite's node
 };
 
-class RabbitmqServeTest : public ::testing::Test {
+class RabbitmqServeTest : public broker_serve_fixture {
   protected:
+    RabbitmqServeTest() : broker_serve_fixture(api_key, sub_id) {}
+
     void SetUp() override {
         WOPBRIDGE_REQUIRE_RABBITMQ();
         broker_ = rabbitmq_server::shared();
@@ -62,36 +61,15 @@ class RabbitmqServeTest : public ::testing::Test {
         client_ = std::make_unique<amqp_client>(broker_->port());
         ASSERT_TRUE(client_->declare_queue(queue_, queue_ + "-dlq")) << client_->error;
         ASSERT_TRUE(client_->declare_queue(queue_ + "-dlq")) << client_->error;
-        const int fd = ::open(dir_.file("host.key").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        ASSERT_GE(fd, 0);
-        ASSERT_EQ(::write(fd, host_key.data(), host_key.size()),
-                  static_cast<ssize_t>(host_key.size()));
-        ::close(fd);
+        write_host_key(host_key);
     }
 
     std::string write_config(const config_options& o = {},
                              const std::string& name = "wopbridge.yaml") {
         const std::string path = dir_.file(name);
         std::ofstream out(path);
-        if (o.store.empty()) {
-            out << sqlite_serve_prelude(api_key);
-        } else {
-            out << "server: {listen: \"127.0.0.1:0\"}\n"
-                   "auth:\n"
-                   "  apiKeys:\n"
-                   "    - {key: "
-                << api_key << ", tenant: default, scopes: [webhooks:manage, runs:read]}\n"
-                << o.store << "hostKeyFile: host.key\n";
-        }
-        out << o.runs
-            << "delivery:\n"
-               "  retryPolicy: {maxAttempts: 3, backoff: none}\n"
-               // An attempt in flight when the bridge is SIGKILLed is retried after its lease.
-               "  lease: 2s\n"
-               "  breaker: {failureThreshold: 100}\n"
-               "deadLetter: {maxPageSize: 1000}\n"
-               "connectors:\n"
-               "  - name: rabbit-orders\n"
+        out << config_head(o.runs, o.store)
+            << "  - name: rabbit-orders\n"
                "    module: rabbitmq\n"
                "    settings: {url: \""
             << (o.url.empty() ? broker_->url() : o.url) << "\", prefetch: " << o.prefetch
@@ -106,40 +84,6 @@ class RabbitmqServeTest : public ::testing::Test {
                "    settings: {queue: "
             << queue_ << "}\n";
         return path;
-    }
-
-    std::string config() const { return dir_.file("wopbridge.yaml"); }
-    std::string log_file() const { return dir_.file("serve.log"); }
-    std::string log_text() const { return read_text_file(log_file()); }
-
-    static json::value get_json(const serve_process& serve, const std::string& path) {
-        http_call c;
-        c.url = serve.url() + path;
-        c.headers = {{"authorization", std::string("Bearer ") + api_key}};
-        auto r = perform(c);
-        if (r.status != 200) {
-            ADD_FAILURE() << path << " answered " << r.status << " " << r.body << r.error;
-            return json::value{};
-        }
-        return json::parse(r.body);
-    }
-
-    static json::array deliveries(const serve_process& serve) {
-        auto v = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id +
-                                     "/deliveries?limit=1000");
-        if (!v.is_object()) {
-            return {};
-        }
-        EXPECT_FALSE(v.as_object().contains("nextCursor"));
-        return v.at("deliveries").as_array();
-    }
-
-    static std::size_t delivered_count(const serve_process& serve) {
-        std::size_t n = 0;
-        for (const auto& d : deliveries(serve)) {
-            n += d.at("status").as_string() == "delivered" ? 1 : 0;
-        }
-        return n;
     }
 
     // Publishes n messages with message ids "m-<first>".."m-<first+n-1>".
@@ -179,58 +123,18 @@ class RabbitmqServeTest : public ::testing::Test {
     // that delivered it.
     void expect_one_run_per_message(const serve_process& serve, std::size_t messages,
                                     bool check_causation) {
-        const auto all = deliveries(serve);
-        EXPECT_EQ(all.size(), messages);
-        std::set<std::string> seen_keys;
-        std::set<std::string> runs;
         std::map<std::string, std::string> key_of_run;
-        for (const auto& dv : all) {
-            const auto& d = dv.as_object();
-            const std::string key(d.at("dedupKey").as_string());
-            EXPECT_TRUE(seen_keys.insert(key).second) << "two deliveries of one message: " << key;
-            EXPECT_EQ(d.at("status").as_string(), "delivered") << json::serialize(d);
-            ASSERT_TRUE(d.contains("runId")) << json::serialize(d);
-            const std::string run(d.at("runId").as_string());
-            EXPECT_TRUE(runs.insert(run).second);
-            key_of_run[run] = key;
-        }
-        EXPECT_EQ(runs.size(), messages);
-        if (!check_causation) {
+        expect_one_delivered_run_each(serve, messages, "message", key_of_run);
+        if (HasFatalFailure() || !check_causation) {
             return;
         }
-        for (const auto& run_id : runs) {
-            const auto poll = get_json(serve, "/v1/runs/" + run_id + "/events/poll?timeout=1");
-            ASSERT_TRUE(poll.is_object());
-            std::string attempt_event_id;
-            std::string causation;
-            int started = 0;
-            for (const auto& ev : poll.at("events").as_array()) {
-                const auto& e = ev.as_object();
-                if (e.at("type").as_string() == "trigger.delivery.attempted") {
-                    const auto& p = e.at("payload").as_object();
-                    if (p.at("outcome").as_string() == "delivered") {
-                        EXPECT_EQ(p.at("runId").as_string(), run_id);
-                        EXPECT_EQ(p.at("dedupKey").as_string(), key_of_run[run_id]);
-                        attempt_event_id = e.at("eventId").as_string();
-                    }
-                } else if (e.at("type").as_string() == "run.started") {
-                    ++started;
-                    if (e.contains("causationId")) {
-                        causation = e.at("causationId").as_string();
-                    }
-                }
-            }
-            EXPECT_EQ(started, 1) << run_id;
-            EXPECT_FALSE(attempt_event_id.empty()) << run_id;
-            EXPECT_EQ(causation, attempt_event_id) << run_id;
-        }
+        expect_runs_caused_by_their_attempts(serve, key_of_run);
     }
 
     // SIGTERM, then the queue holds nothing: a message left unacked would be requeued when the
     // bridge's connection closed.
     void stop_and_expect_all_acked(serve_process& serve) {
-        serve.signal(SIGTERM);
-        EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+        expect_clean_stop(serve);
         EXPECT_TRUE(eventually([&] {
             auto d = client_->depth(queue_);
             return d && d->consumers == 0;
@@ -238,7 +142,6 @@ class RabbitmqServeTest : public ::testing::Test {
         EXPECT_EQ(ready(), 0u) << "messages left unacked";
     }
 
-    temp_dir dir_;
     rabbitmq_server* broker_ = nullptr;
     std::string queue_;
     std::unique_ptr<amqp_client> client_;
@@ -320,17 +223,17 @@ TEST_F(RabbitmqServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStar
     const auto log_before = log_text().size();
     broker_->kill(); // a crash: the store on disk is what survives
     ASSERT_TRUE(eventually([&] {
-        return log_text().substr(log_before).find("connection lost") != std::string::npos;
+        return log_has_since(log_before, "connection lost");
     })) << log_text();
     // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
-    const auto sub = get_json(serve, std::string("/v1/trigger-subscriptions/") + sub_id);
+    const auto sub = get_json(serve, subscription_path());
     ASSERT_TRUE(sub.is_object());
     EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
 
     ASSERT_TRUE(broker_->start()) << broker_->error;
     ASSERT_TRUE(eventually(
         [&] {
-            return log_text().substr(log_before).find("connection regained") != std::string::npos;
+            return log_has_since(log_before, "connection regained");
         },
         30s))
         << log_text();
@@ -370,8 +273,7 @@ TEST_F(RabbitmqServeTest, BridgeStartedBeforeTheBrokerConsumesOnceItComesUp) {
     }
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 3; })) << log_text();
     expect_one_run_per_message(serve, 3, true);
-    serve.signal(SIGTERM);
-    EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+    expect_clean_stop(serve);
     auto d = client.depth(queue_);
     ASSERT_TRUE(d);
     EXPECT_EQ(d->ready, 0u);
@@ -380,28 +282,15 @@ TEST_F(RabbitmqServeTest, BridgeStartedBeforeTheBrokerConsumesOnceItComesUp) {
 TEST_F(RabbitmqServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
     // The run host refuses the first three starts with a 500 (retryable), then starts runs.
     fake_runs_host runs_host;
-    for (int i = 0; i < 3; ++i) {
-        runs_host.script(http_response{500,
-                                       {{"content-type", "application/json"}},
-                                       R"({"error":"internal_error","message":"down"})"});
-    }
-    write_config(
-        {.runs = "runs: {upstream: {baseUrl: \"" + runs_host.base_url() + "\", timeout: 2s}}\n"});
+    write_config({.runs = refusing_upstream_runs(runs_host, 3)});
     serve_process serve;
     ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
     ASSERT_TRUE(eventually([&] { return consuming(); })) << log_text();
 
     produce(*client_, 1);
-    const std::string sub_path = std::string("/v1/trigger-subscriptions/") + sub_id;
+    const std::string sub_path = subscription_path();
     json::array dead;
-    ASSERT_TRUE(eventually([&] {
-        auto page = get_json(serve, sub_path + "/dead-letters?limit=10");
-        if (!page.is_object()) {
-            return false;
-        }
-        dead = page.at("deliveries").as_array();
-        return !dead.empty();
-    })) << log_text();
+    ASSERT_TRUE(dead_letters_appear(serve, dead)) << log_text();
     ASSERT_EQ(dead.size(), 1u);
     const auto& rec = dead[0].as_object();
     EXPECT_EQ(rec.at("attempt").at("outcome").as_string(), "dead-lettered");
@@ -436,13 +325,7 @@ TEST_F(RabbitmqServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
     EXPECT_EQ(deliveries(serve).size(), 1u);
 
     // ... until an operator re-activates the subscription: then they start runs.
-    http_call patch;
-    patch.method = "PATCH";
-    patch.url = serve.url() + sub_path;
-    patch.headers = {{"authorization", std::string("Bearer ") + api_key},
-                     {"content-type", "application/json"}};
-    patch.body = R"({"state":"active"})";
-    ASSERT_EQ(perform(patch).status, 200);
+    ASSERT_EQ(reactivate_subscription(serve), 200);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 1; }, 40s)) << log_text();
     EXPECT_EQ(deliveries(serve).size(), 2u);
     EXPECT_EQ(runs_host.runs_created(), 1);
