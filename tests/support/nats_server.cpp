@@ -1,10 +1,9 @@
 #include "support/nats_server.hpp"
 
-#include "support/eventually.hpp"
+#include "support/local_server_process.hpp"
 
 #include <nats/nats.h>
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -12,63 +11,18 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
-#include <netinet/in.h>
-#include <spawn.h>
 #include <sstream>
 #include <stdexcept>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace wopbridge::testing {
-
-namespace {
-
-bool on_path(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    std::string p = path ? path : "/usr/bin:/bin";
-    std::size_t start = 0;
-    for (;;) {
-        const auto end = p.find(':', start);
-        const std::string dir = p.substr(start, end == std::string::npos ? end : end - start);
-        if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) {
-            return true;
-        }
-        if (end == std::string::npos) {
-            return false;
-        }
-        start = end + 1;
-    }
-}
-
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-        throw std::runtime_error("nats_server: cannot find a free port");
-    }
-    const int port = ntohs(addr.sin_port);
-    ::close(fd);
-    return port;
-}
-
-} // namespace
 
 bool nats_server::available() {
     return on_path("nats-server");
 }
 
 nats_server::nats_server(nats_server_options options)
-    : options_(std::move(options)), port_(free_port()) {
+    : options_(std::move(options)), port_(free_loopback_port_or_throw("nats_server")) {
     if (!options_.defer_start) {
         start();
     }
@@ -117,19 +71,8 @@ void nats_server::start() {
     if (!options_.token.empty()) {
         args.insert(args.end(), {"--auth", options_.token});
     }
-    std::vector<char*> argv;
-    for (auto& a : args) {
-        argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid = -1;
-    const int rc = ::posix_spawnp(&pid, "nats-server", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    const int rc = spawn_server({.argv = args}, pid);
     if (rc != 0) {
         throw std::runtime_error(std::string("nats_server: spawn failed: ") + std::strerror(rc));
     }
@@ -142,63 +85,37 @@ void nats_server::start() {
 }
 
 bool nats_server::wait_ready() {
-    bool exited = false;
-    bool ready = false;
-    eventually(
-        [&] {
-            int status = 0;
-            exited = ::waitpid(pid_, &status, WNOHANG) == pid_;
-            if (exited) {
-                return true;
+    return wait_ready_while_running(pid_, std::chrono::seconds(15), [&] {
+        // JetStream is up once its API answers, not when the port opens.
+        bool ready = false;
+        natsConnection* nc = nullptr;
+        natsOptions* o = nullptr;
+        natsOptions_Create(&o);
+        natsOptions_SetURL(o, client_url().c_str());
+        natsOptions_SetTimeout(o, 500);
+        natsOptions_SetAllowReconnect(o, false);
+        if (natsConnection_Connect(&nc, o) == NATS_OK) {
+            jsCtx* js = nullptr;
+            jsAccountInfo* ai = nullptr;
+            if (natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+                js_GetAccountInfo(&ai, js, nullptr, nullptr) == NATS_OK) {
+                ready = true;
+                jsAccountInfo_Destroy(ai);
             }
-            // JetStream is up once its API answers, not when the port opens.
-            natsConnection* nc = nullptr;
-            natsOptions* o = nullptr;
-            natsOptions_Create(&o);
-            natsOptions_SetURL(o, client_url().c_str());
-            natsOptions_SetTimeout(o, 500);
-            natsOptions_SetAllowReconnect(o, false);
-            if (natsConnection_Connect(&nc, o) == NATS_OK) {
-                jsCtx* js = nullptr;
-                jsAccountInfo* ai = nullptr;
-                if (natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
-                    js_GetAccountInfo(&ai, js, nullptr, nullptr) == NATS_OK) {
-                    ready = true;
-                    jsAccountInfo_Destroy(ai);
-                }
-                jsCtx_Destroy(js);
-                natsConnection_Destroy(nc);
-            }
-            natsOptions_Destroy(o);
-            return ready;
-        },
-        std::chrono::seconds(15));
-    if (exited) {
-        pid_ = -1;
-    }
-    return ready;
+            jsCtx_Destroy(js);
+            natsConnection_Destroy(nc);
+        }
+        natsOptions_Destroy(o);
+        return ready;
+    });
 }
 
 void nats_server::stop() {
-    if (pid_ <= 0) {
-        return;
-    }
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
+    signal_and_reap(pid_, SIGTERM);
 }
 
 void nats_server::kill() {
-    if (pid_ <= 0) {
-        return;
-    }
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
+    signal_and_reap(pid_, SIGKILL);
 }
 
 nats_client::nats_client(const std::string& url) {

@@ -1,6 +1,7 @@
 #include "support/rabbitmq_server.hpp"
 
 #include "support/eventually.hpp"
+#include "support/local_server_process.hpp"
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -15,14 +16,11 @@
 #include <fstream>
 #include <mutex>
 #include <netinet/in.h>
-#include <spawn.h>
 #include <sstream>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
-
-extern char** environ;
 
 namespace wopbridge::testing {
 
@@ -31,65 +29,16 @@ namespace {
 // The plain script: /usr/sbin/rabbitmq-server is a wrapper that switches to the rabbitmq user.
 constexpr const char* server_script = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    int port = 0;
-    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-        port = ntohs(addr.sin_port);
-    }
-    if (fd >= 0) {
-        ::close(fd);
-    }
-    return port;
-}
-
 pid_t spawn(std::vector<std::string> args, const std::vector<std::string>& extra_env,
             const std::string& out_file, std::string& error) {
-    std::vector<char*> argv;
-    for (auto& a : args) {
-        argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    std::vector<std::string> env_text;
-    for (char** e = environ; *e != nullptr; ++e) {
-        env_text.emplace_back(*e);
-    }
-    env_text.insert(env_text.end(), extra_env.begin(), extra_env.end());
-    std::vector<char*> envp;
-    for (auto& e : env_text) {
-        envp.push_back(e.data());
-    }
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
     pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
+    const int rc = spawn_server({.argv = args, .extra_env = extra_env, .output_file = out_file},
+                                pid);
     if (rc != 0) {
         error = std::string("spawn ") + args[0] + ": " + std::strerror(rc);
         return -1;
     }
     return pid;
-}
-
-void reap(pid_t& pid, int sig) {
-    if (pid <= 0) {
-        return;
-    }
-    ::kill(pid, sig);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid = -1;
 }
 
 amqp_connection_state_t connect_guest(int port, std::string& error) {
@@ -155,15 +104,15 @@ std::string rabbitmq_server::shared_error() {
 }
 
 rabbitmq_server::rabbitmq_server(rabbitmq_server_options options)
-    : node_("wbtest" + std::to_string(::getpid()) + "x" + std::to_string(free_port()) +
+    : node_("wbtest" + std::to_string(::getpid()) + "x" + std::to_string(free_loopback_port()) +
             "@localhost"),
-      port_(free_port()), dist_port_(free_port()), epmd_port_(free_port()) {
+      port_(free_loopback_port()), dist_port_(free_loopback_port()), epmd_port_(free_loopback_port()) {
     std::ofstream conf(dir_.file("rabbitmq.conf"));
     conf << "listeners.tcp.default = 127.0.0.1:" << port_ << "\n"
          << "loopback_users.guest = true\n"
          << "log.console = false\nlog.file.level = info\n";
     if (options.tls) {
-        tls_port_ = free_port();
+        tls_port_ = free_loopback_port();
         const std::string d = dir_.path().string();
         // A CA and a server certificate for localhost and 127.0.0.1, valid for two days.
         const std::string script =
@@ -197,7 +146,7 @@ rabbitmq_server::rabbitmq_server(rabbitmq_server_options options)
 
 rabbitmq_server::~rabbitmq_server() {
     kill();
-    reap(epmd_pid_, SIGKILL);
+    signal_and_reap(epmd_pid_, SIGKILL);
 }
 
 std::string rabbitmq_server::url() const {
@@ -278,37 +227,25 @@ bool rabbitmq_server::start() {
 }
 
 bool rabbitmq_server::wait_ready() {
-    bool exited = false;
-    bool ready = false;
-    eventually(
-        [&] {
-            int status = 0;
-            exited = ::waitpid(pid_, &status, WNOHANG) == pid_;
-            if (exited) {
-                return true;
-            }
-            std::string why;
-            // Ready once an AMQP login and channel succeed, not when the port opens.
-            if (auto* c = connect_guest(port_, why)) {
-                ready = true;
-                amqp_connection_close(c, AMQP_REPLY_SUCCESS);
-                amqp_destroy_connection(c);
-            }
-            return ready;
-        },
-        std::chrono::seconds(90));
-    if (exited) {
-        pid_ = -1;
-    }
-    return ready;
+    return wait_ready_while_running(pid_, std::chrono::seconds(90), [&] {
+        std::string why;
+        // Ready once an AMQP login and channel succeed, not when the port opens.
+        auto* c = connect_guest(port_, why);
+        if (c == nullptr) {
+            return false;
+        }
+        amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+        amqp_destroy_connection(c);
+        return true;
+    });
 }
 
 void rabbitmq_server::kill() {
-    reap(pid_, SIGKILL);
+    signal_and_reap(pid_, SIGKILL);
 }
 
 void rabbitmq_server::stop() {
-    reap(pid_, SIGTERM);
+    signal_and_reap(pid_, SIGTERM);
 }
 
 amqp_client::amqp_client(int port) : port_(port) {

@@ -1,6 +1,6 @@
 #include "support/redis_server.hpp"
 
-#include "support/eventually.hpp"
+#include "support/local_server_process.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -22,43 +22,6 @@ extern char** environ;
 namespace wopbridge::testing {
 
 namespace {
-
-bool on_path(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    std::string p = path ? path : "/usr/bin:/bin";
-    std::size_t start = 0;
-    while (start <= p.size()) {
-        const auto end = p.find(':', start);
-        const std::string dir = p.substr(start, end == std::string::npos ? end : end - start);
-        if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) {
-            return true;
-        }
-        if (end == std::string::npos) {
-            break;
-        }
-        start = end + 1;
-    }
-    return false;
-}
-
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof addr;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-        throw std::runtime_error("redis_server: cannot find a free port");
-    }
-    const int port = ntohs(addr.sin_port);
-    ::close(fd);
-    return port;
-}
 
 std::vector<char*> argv_of(std::vector<std::string>& args) {
     std::vector<char*> argv;
@@ -114,7 +77,7 @@ bool redis_server::available() {
 }
 
 redis_server::redis_server(redis_server_options options)
-    : options_(std::move(options)), port_(free_port()) {
+    : options_(std::move(options)), port_(free_loopback_port_or_throw("redis_server")) {
     if (!options_.defer_start) {
         start();
     }
@@ -155,14 +118,8 @@ void redis_server::start() {
     if (!options_.password.empty()) {
         args.insert(args.end(), {"--requirepass", options_.password});
     }
-    auto argv = argv_of(args);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     pid_t pid = -1;
-    const int rc = ::posix_spawnp(&pid, "redis-server", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    const int rc = spawn_server({.argv = args, .keep_stderr = true}, pid);
     if (rc != 0) {
         throw std::runtime_error(std::string("redis_server: spawn failed: ") + std::strerror(rc));
     }
@@ -174,41 +131,16 @@ void redis_server::start() {
     }
 }
 
-bool redis_server::wait_ready(std::chrono::milliseconds timeout) const {
-    bool exited = false;
-    bool ready = false;
-    eventually(
-        [&] {
-            int status = 0;
-            exited = ::waitpid(pid_, &status, WNOHANG) == pid_; // e.g. the port was taken meanwhile
-            ready = !exited && ping(port_, options_.password);
-            return exited || ready;
-        },
-        timeout);
-    return ready;
-}
-
-void redis_server::wait_exit() {
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
+bool redis_server::wait_ready(std::chrono::milliseconds timeout) {
+    return wait_ready_while_running(pid_, timeout, [&] { return ping(port_, options_.password); });
 }
 
 void redis_server::stop() {
-    if (pid_ <= 0) {
-        return;
-    }
-    ::kill(pid_, SIGTERM);
-    wait_exit();
+    signal_and_reap(pid_, SIGTERM);
 }
 
 void redis_server::kill() {
-    if (pid_ <= 0) {
-        return;
-    }
-    ::kill(pid_, SIGKILL);
-    wait_exit();
+    signal_and_reap(pid_, SIGKILL);
 }
 
 cli_result redis_server::cli(const std::vector<std::string>& args) const {

@@ -67,8 +67,7 @@ class redis_server {
 
   private:
     cli_result run_cli(const std::vector<std::string>& args, const std::string* input) const;
-    bool wait_ready(std::chrono::milliseconds timeout) const;
-    void wait_exit();
+    bool wait_ready(std::chrono::milliseconds timeout);
 
     redis_server_options options_;
     temp_dir dir_;
