@@ -3,6 +3,7 @@
 // loopback TCP); records are produced and the group's committed offsets read with the real client.
 
 #include "support/connector_harness.hpp"
+#include "support/listener_module_test.hpp"
 #include "support/eventually.hpp"
 #include "support/kafka_mock.hpp"
 #include "support/schema_check.hpp"
@@ -25,14 +26,6 @@ using namespace std::chrono_literals;
 constexpr const char* topic = "orders";
 constexpr int partitions = 3;
 
-subscription_spec kafka_sub(std::string id, std::string settings) {
-    subscription_spec sub;
-    sub.id = std::move(id);
-    sub.source = "queue";
-    sub.settings_json = std::move(settings);
-    return sub;
-}
-
 const std::string beginning = R"({"topics":["orders"],"groupId":"g","startFrom":"beginning"})";
 
 class KafkaModuleTest : public ::testing::Test {
@@ -52,26 +45,19 @@ class KafkaModuleTest : public ::testing::Test {
 
     // Connector settings: test defaults, overridden/extended by `extra` (key -> JSON value).
     std::string config(const std::map<std::string, std::string>& extra = {}) const {
-        std::map<std::string, std::string> s{{"bootstrapServers", "\"" + cluster_.bootstrap() + "\""},
-                                             {"pollWaitMs", "50"},
-                                             {"commitIntervalMs", "20"},
-                                             {"sessionTimeoutMs", "6000"},
-                                             {"reconnectBackoffMaxMs", "500"},
-                                             {"retryDelayMs", "50"}};
-        for (const auto& [k, v] : extra) {
-            s[k] = v;
-        }
-        std::string out = "{";
-        for (const auto& [k, v] : s) {
-            out += (out.size() > 1 ? ",\"" : "\"") + k + "\":" + v;
-        }
-        return out + "}";
+        return settings_json({{"bootstrapServers", "\"" + cluster_.bootstrap() + "\""},
+                              {"pollWaitMs", "50"},
+                              {"commitIntervalMs", "20"},
+                              {"sessionTimeoutMs", "6000"},
+                              {"reconnectBackoffMaxMs", "500"},
+                              {"retryDelayMs", "50"}},
+                             extra);
     }
 
     void bring_up(const std::map<std::string, std::string>& extra = {},
                   const std::string& sub = beginning) {
         std::string error;
-        ASSERT_EQ(harness_->bring_up(config(extra), kafka_sub("sub-1", sub), &error), WB_OK)
+        ASSERT_EQ(harness_->bring_up(config(extra), queue_sub("sub-1", sub), &error), WB_OK)
             << error;
     }
 
@@ -114,19 +100,11 @@ class KafkaModuleTest : public ::testing::Test {
     }
 
     std::map<std::string, int> count(wb_submit_status outcome) const {
-        std::map<std::string, int> out;
-        for (const auto& s : harness_->submits()) {
-            if (s.outcome == outcome) {
-                ++out[s.provider_event_id];
-            }
-        }
-        return out;
+        return submits_by_event(*harness_, outcome);
     }
 
     bool logged(const std::string& text, const connector_harness* h = nullptr) const {
-        const auto lines = (h ? h : harness_.get())->log_lines();
-        return std::any_of(lines.begin(), lines.end(),
-                           [&](const std::string& l) { return l.find(text) != std::string::npos; });
+        return logged_line(h ? *h : *harness_, text);
     }
 
     kafka_mock cluster_;
@@ -169,12 +147,12 @@ TEST_F(KafkaModuleTest, OneSubscriptionPerGroup) {
     ASSERT_EQ(harness_->create(config()), WB_OK);
     ASSERT_EQ(harness_->start(), WB_OK);
     std::string error;
-    EXPECT_EQ(harness_->subscribe(kafka_sub("a", "{}"), &error), WB_ERR_INVALID);
+    EXPECT_EQ(harness_->subscribe(queue_sub("a", "{}"), &error), WB_ERR_INVALID);
     EXPECT_NE(error.find("topics"), std::string::npos);
-    ASSERT_EQ(harness_->subscribe(kafka_sub("a", beginning), &error), WB_OK) << error;
-    EXPECT_EQ(harness_->subscribe(kafka_sub("b", beginning), &error), WB_ERR_INVALID);
+    ASSERT_EQ(harness_->subscribe(queue_sub("a", beginning), &error), WB_OK) << error;
+    EXPECT_EQ(harness_->subscribe(queue_sub("b", beginning), &error), WB_ERR_INVALID);
     EXPECT_NE(error.find("already consumed"), std::string::npos);
-    EXPECT_EQ(harness_->subscribe(kafka_sub("b", R"({"topics":["orders"],"groupId":"h"})"), &error),
+    EXPECT_EQ(harness_->subscribe(queue_sub("b", R"({"topics":["orders"],"groupId":"h"})"), &error),
               WB_OK)
         << error;
 }
@@ -371,7 +349,7 @@ TEST_F(KafkaModuleTest, StartsWithTheBrokersDownAndConsumesOnceTheyAnswer) {
 TEST_F(KafkaModuleTest, TwoMembersOfOneGroupShareThePartitions) {
     bring_up();
     connector_harness other("kafka");
-    ASSERT_EQ(other.bring_up(config(), kafka_sub("sub-1", beginning)), WB_OK);
+    ASSERT_EQ(other.bring_up(config(), queue_sub("sub-1", beginning)), WB_OK);
     // Both are members once the group's latest assignments cover the partitions between them
     // (the mock may form the group with both at once, or rebalance when the second joins).
     ASSERT_TRUE(eventually([&] {
@@ -410,7 +388,7 @@ TEST_F(KafkaModuleTest, ExampleConfigIsAcceptedByTheModule) {
     ASSERT_EQ(harness_->create(settings), WB_OK);
     std::string error;
     const auto sub = settings_from_config(path, "orders", true);
-    EXPECT_EQ(harness_->subscribe(kafka_sub("orders", sub), &error), WB_OK) << error;
+    EXPECT_EQ(harness_->subscribe(queue_sub("orders", sub), &error), WB_OK) << error;
 }
 
 } // namespace

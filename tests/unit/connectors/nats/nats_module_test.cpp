@@ -3,6 +3,7 @@
 // client (nats.c).
 
 #include "support/connector_harness.hpp"
+#include "support/listener_module_test.hpp"
 #include "support/eventually.hpp"
 #include "support/nats_server.hpp"
 #include "support/schema_check.hpp"
@@ -21,14 +22,6 @@ namespace wopbridge::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-subscription_spec nats_sub(std::string id, std::string settings) {
-    subscription_spec sub;
-    sub.id = std::move(id);
-    sub.source = "queue";
-    sub.settings_json = std::move(settings);
-    return sub;
-}
 
 class NatsModuleTest : public ::testing::Test {
   protected:
@@ -51,18 +44,11 @@ class NatsModuleTest : public ::testing::Test {
 
     // Connector settings: test defaults, overridden/extended by `extra` (key -> JSON value).
     std::string config(const std::map<std::string, std::string>& extra = {}) const {
-        std::map<std::string, std::string> s{{"url", "\"" + broker_->url() + "\""},
-                                             {"fetchWaitMs", "100"},
-                                             {"reconnectWaitMs", "100"},
-                                             {"retryDelayMs", "50"}};
-        for (const auto& [k, v] : extra) {
-            s[k] = v;
-        }
-        std::string out = "{";
-        for (const auto& [k, v] : s) {
-            out += (out.size() > 1 ? ",\"" : "\"") + k + "\":" + v;
-        }
-        return out + "}";
+        return settings_json({{"url", "\"" + broker_->url() + "\""},
+                              {"fetchWaitMs", "100"},
+                              {"reconnectWaitMs", "100"},
+                              {"retryDelayMs", "50"}},
+                             extra);
     }
 
     // create + start + subscribe; then (unless told not to) waits until the module created the
@@ -71,7 +57,7 @@ class NatsModuleTest : public ::testing::Test {
                   const std::string& sub_settings = R"({"stream":"ORDERS","durable":"d"})",
                   bool wait_for_consumer = true) {
         std::string error;
-        ASSERT_EQ(harness_->bring_up(config(extra), nats_sub("sub-1", sub_settings), &error), WB_OK)
+        ASSERT_EQ(harness_->bring_up(config(extra), queue_sub("sub-1", sub_settings), &error), WB_OK)
             << error;
         if (wait_for_consumer) {
             ASSERT_TRUE(eventually([&] { return state().has_value(); })) << "consumer never made";
@@ -100,13 +86,7 @@ class NatsModuleTest : public ::testing::Test {
     }
 
     std::map<std::string, int> count(wb_submit_status outcome) const {
-        std::map<std::string, int> out;
-        for (const auto& s : harness_->submits()) {
-            if (s.outcome == outcome) {
-                ++out[s.provider_event_id];
-            }
-        }
-        return out;
+        return submits_by_event(*harness_, outcome);
     }
 
     bool submitted_with(const std::string& provider_id, wb_submit_status outcome) const {
@@ -114,9 +94,7 @@ class NatsModuleTest : public ::testing::Test {
     }
 
     bool logged(const std::string& text) const {
-        const auto lines = harness_->log_lines();
-        return std::any_of(lines.begin(), lines.end(),
-                           [&](const std::string& l) { return l.find(text) != std::string::npos; });
+        return logged_line(*harness_, text);
     }
 
     static std::string id(std::uint64_t seq) { return "ORDERS:" + std::to_string(seq); }
@@ -151,15 +129,15 @@ TEST_F(NatsModuleTest, OneSubscriptionPerStreamAndDurable) {
     ASSERT_EQ(harness_->create(config()), WB_OK);
     ASSERT_EQ(harness_->start(), WB_OK);
     std::string error;
-    EXPECT_EQ(harness_->subscribe(nats_sub("a", "{}"), &error), WB_ERR_INVALID);
+    EXPECT_EQ(harness_->subscribe(queue_sub("a", "{}"), &error), WB_ERR_INVALID);
     EXPECT_NE(error.find("stream"), std::string::npos);
-    ASSERT_EQ(harness_->subscribe(nats_sub("a", R"({"stream":"ORDERS","durable":"d"})"), &error),
+    ASSERT_EQ(harness_->subscribe(queue_sub("a", R"({"stream":"ORDERS","durable":"d"})"), &error),
               WB_OK)
         << error;
-    EXPECT_EQ(harness_->subscribe(nats_sub("b", R"({"stream":"ORDERS","durable":"d"})"), &error),
+    EXPECT_EQ(harness_->subscribe(queue_sub("b", R"({"stream":"ORDERS","durable":"d"})"), &error),
               WB_ERR_INVALID);
     EXPECT_NE(error.find("already consumed"), std::string::npos);
-    EXPECT_EQ(harness_->subscribe(nats_sub("b", R"({"stream":"ORDERS","durable":"e"})"), &error),
+    EXPECT_EQ(harness_->subscribe(queue_sub("b", R"({"stream":"ORDERS","durable":"e"})"), &error),
               WB_OK)
         << error;
 }
@@ -360,7 +338,7 @@ TEST_F(NatsModuleTest, UnackedMessagesOfADeadConsumerAreRedeliveredAfterAckWait)
     const auto b = publish("b");
     ASSERT_TRUE(client_->fetch_and_forget("ORDERS", "d", 2)) << client_->error;
     EXPECT_EQ(ack_pending(), 2);
-    ASSERT_EQ(harness_->subscribe(nats_sub("sub-1", R"({"stream":"ORDERS","durable":"d",)"
+    ASSERT_EQ(harness_->subscribe(queue_sub("sub-1", R"({"stream":"ORDERS","durable":"d",)"
                                                     R"("ackWaitMs":1000})")),
               WB_OK);
     ASSERT_TRUE(harness_->wait_for_submits(2, 10s));
@@ -380,7 +358,7 @@ TEST_F(NatsModuleTest, RedeliveryOfACommittedMessageIsAbsorbedByDedup) {
     ASSERT_EQ(harness_->unsubscribe("sub-1"), WB_OK); // gone before the outcome arrived
     harness_->resume_submit_completion();
     EXPECT_EQ(ack_pending(), 1);
-    ASSERT_EQ(harness_->subscribe(nats_sub("sub-1", R"({"stream":"ORDERS","durable":"d",)"
+    ASSERT_EQ(harness_->subscribe(queue_sub("sub-1", R"({"stream":"ORDERS","durable":"d",)"
                                                     R"("ackWaitMs":1000})")),
               WB_OK);
     ASSERT_TRUE(eventually([&] { return submitted_with(id(a), WB_SUBMIT_DUPLICATE); }));
@@ -434,7 +412,7 @@ TEST_F(NatsModuleTest, WaitsForABrokerThatIsNotUpYet) {
 TEST_F(NatsModuleTest, TwoInstancesOnOneDurableShareTheMessages) {
     bring_up();
     connector_harness other("nats");
-    ASSERT_EQ(other.bring_up(config(), nats_sub("sub-1", R"({"stream":"ORDERS","durable":"d"})")),
+    ASSERT_EQ(other.bring_up(config(), queue_sub("sub-1", R"({"stream":"ORDERS","durable":"d"})")),
               WB_OK);
     std::vector<std::uint64_t> seqs;
     for (int i = 0; i < 40; ++i) {
@@ -464,7 +442,7 @@ TEST_F(NatsModuleTest, ExampleConfigIsAcceptedByTheModule) {
     ASSERT_EQ(harness_->create(settings), WB_OK);
     std::string error;
     const auto sub = settings_from_config(path, "orders", true);
-    EXPECT_EQ(harness_->subscribe(nats_sub("orders", sub), &error), WB_OK) << error;
+    EXPECT_EQ(harness_->subscribe(queue_sub("orders", sub), &error), WB_OK) << error;
 }
 
 class NatsAuthTest : public NatsModuleTest {

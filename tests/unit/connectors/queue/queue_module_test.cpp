@@ -2,6 +2,7 @@
 // throwaway redis-server; messages are produced with the real redis-cli.
 
 #include "support/connector_harness.hpp"
+#include "support/listener_module_test.hpp"
 #include "support/eventually.hpp"
 #include "support/redis_server.hpp"
 #include "support/schema_check.hpp"
@@ -24,14 +25,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-subscription_spec queue_sub(std::string id, std::string settings) {
-    subscription_spec sub;
-    sub.id = std::move(id);
-    sub.source = "queue";
-    sub.settings_json = std::move(settings);
-    return sub;
-}
-
 class QueueModuleTest : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -48,19 +41,12 @@ class QueueModuleTest : public ::testing::Test {
 
     // Connector settings: test defaults, overridden/extended by `extra` (key -> JSON value).
     std::string config(const std::map<std::string, std::string>& extra = {}) const {
-        std::map<std::string, std::string> s{{"url", "\"" + redis_->url() + "\""},
-                                             {"consumer", "\"c1\""},
-                                             {"blockMs", "100"},
-                                             {"claimIdleMs", "0"},
-                                             {"retryDelayMs", "50"}};
-        for (const auto& [k, v] : extra) {
-            s[k] = v;
-        }
-        std::string out = "{";
-        for (const auto& [k, v] : s) {
-            out += (out.size() > 1 ? ",\"" : "\"") + k + "\":" + v;
-        }
-        return out + "}";
+        return settings_json({{"url", "\"" + redis_->url() + "\""},
+                              {"consumer", "\"c1\""},
+                              {"blockMs", "100"},
+                              {"claimIdleMs", "0"},
+                              {"retryDelayMs", "50"}},
+                             extra);
     }
 
     // create + start + subscribe; then (unless told not to) waits until the module created the
@@ -99,13 +85,7 @@ class QueueModuleTest : public ::testing::Test {
 
     // Submits per provider event id, by outcome.
     std::map<std::string, int> count(wb_submit_status outcome) const {
-        std::map<std::string, int> out;
-        for (const auto& s : harness_->submits()) {
-            if (s.outcome == outcome) {
-                ++out[s.provider_event_id];
-            }
-        }
-        return out;
+        return submits_by_event(*harness_, outcome);
     }
 
     bool submitted_with(const std::string& provider_id, wb_submit_status outcome) const {

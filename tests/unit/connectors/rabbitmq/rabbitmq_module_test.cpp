@@ -6,6 +6,7 @@
 // is not `ready`; when the module lets go of its connection it is `ready` again.
 
 #include "support/connector_harness.hpp"
+#include "support/listener_module_test.hpp"
 #include "support/eventually.hpp"
 #include "support/rabbitmq_server.hpp"
 #include "support/schema_check.hpp"
@@ -24,14 +25,6 @@ namespace wopbridge::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-subscription_spec rabbit_sub(std::string id, std::string settings) {
-    subscription_spec sub;
-    sub.id = std::move(id);
-    sub.source = "queue";
-    sub.settings_json = std::move(settings);
-    return sub;
-}
 
 class RabbitmqModuleTest : public ::testing::Test {
   protected:
@@ -55,24 +48,17 @@ class RabbitmqModuleTest : public ::testing::Test {
 
     // Connector settings: test defaults, overridden/extended by `extra` (key -> JSON value).
     std::string config(const std::map<std::string, std::string>& extra = {}) const {
-        std::map<std::string, std::string> s{{"url", "\"" + broker_->url() + "\""},
-                                             {"reconnectWaitMs", "100"},
-                                             {"retryDelayMs", "50"}};
-        for (const auto& [k, v] : extra) {
-            s[k] = v;
-        }
-        std::string out = "{";
-        for (const auto& [k, v] : s) {
-            out += (out.size() > 1 ? ",\"" : "\"") + k + "\":" + v;
-        }
-        return out + "}";
+        return settings_json({{"url", "\"" + broker_->url() + "\""},
+                              {"reconnectWaitMs", "100"},
+                              {"retryDelayMs", "50"}},
+                             extra);
     }
     std::string sub_settings() const { return R"({"queue":")" + queue_ + R"("})"; }
 
     // create + start + subscribe; then waits until the module consumes the queue.
     void bring_up(const std::map<std::string, std::string>& extra = {}) {
         std::string error;
-        ASSERT_EQ(harness_->bring_up(config(extra), rabbit_sub("sub-1", sub_settings()), &error),
+        ASSERT_EQ(harness_->bring_up(config(extra), queue_sub("sub-1", sub_settings()), &error),
                   WB_OK)
             << error;
         ASSERT_TRUE(eventually([&] { return consumers() == 1; })) << "never consumed";
@@ -93,21 +79,13 @@ class RabbitmqModuleTest : public ::testing::Test {
     }
 
     std::map<std::string, int> count(wb_submit_status outcome) const {
-        std::map<std::string, int> out;
-        for (const auto& s : harness_->submits()) {
-            if (s.outcome == outcome) {
-                ++out[s.provider_event_id];
-            }
-        }
-        return out;
+        return submits_by_event(*harness_, outcome);
     }
     bool submitted_with(const std::string& provider_id, wb_submit_status outcome) const {
         return count(outcome).count(provider_id) != 0;
     }
     bool logged(const std::string& text) const {
-        const auto lines = harness_->log_lines();
-        return std::any_of(lines.begin(), lines.end(),
-                           [&](const std::string& l) { return l.find(text) != std::string::npos; });
+        return logged_line(*harness_, text);
     }
 
     rabbitmq_server* broker_ = nullptr;
@@ -138,10 +116,10 @@ TEST_F(RabbitmqModuleTest, OneSubscriptionPerQueue) {
     ASSERT_EQ(harness_->create(config()), WB_OK);
     ASSERT_EQ(harness_->start(), WB_OK);
     std::string error;
-    EXPECT_EQ(harness_->subscribe(rabbit_sub("a", "{}"), &error), WB_ERR_INVALID);
+    EXPECT_EQ(harness_->subscribe(queue_sub("a", "{}"), &error), WB_ERR_INVALID);
     EXPECT_NE(error.find("queue"), std::string::npos);
-    ASSERT_EQ(harness_->subscribe(rabbit_sub("a", sub_settings()), &error), WB_OK) << error;
-    EXPECT_EQ(harness_->subscribe(rabbit_sub("b", sub_settings()), &error), WB_ERR_INVALID);
+    ASSERT_EQ(harness_->subscribe(queue_sub("a", sub_settings()), &error), WB_OK) << error;
+    EXPECT_EQ(harness_->subscribe(queue_sub("b", sub_settings()), &error), WB_ERR_INVALID);
     EXPECT_NE(error.find("already consumed"), std::string::npos);
 }
 
@@ -185,7 +163,7 @@ TEST_F(RabbitmqModuleTest, AcksOnlyAfterTheOutcomeAndARedeliveryIsADuplicate) {
     ASSERT_EQ(harness_->unsubscribe("sub-1"), WB_OK);
     EXPECT_TRUE(eventually([&] { return ready() == 1; }));
     harness_->resume_submit_completion(); // the first submit committed after all
-    ASSERT_EQ(harness_->subscribe(rabbit_sub("sub-1", sub_settings())), WB_OK);
+    ASSERT_EQ(harness_->subscribe(queue_sub("sub-1", sub_settings())), WB_OK);
     ASSERT_TRUE(eventually([&] { return submitted_with(id("a"), WB_SUBMIT_DUPLICATE); }));
     EXPECT_EQ(count(WB_SUBMIT_ACCEPTED)[id("a")], 1);
     ASSERT_EQ(harness_->stop(), WB_OK);
@@ -238,7 +216,7 @@ TEST_F(RabbitmqModuleTest, MessagesWithoutIdAreRejectedOrHashedAsConfigured) {
     ASSERT_TRUE(eventually([&] { return ready(queue_ + "-dlq") == 1; }));
     EXPECT_TRUE(logged("message without message_id rejected"));
     EXPECT_TRUE(harness_->submits().empty());
-    ASSERT_EQ(harness_->subscribe(rabbit_sub(
+    ASSERT_EQ(harness_->subscribe(queue_sub(
                   "sub-1", R"({"queue":")" + queue_ + R"(","withoutMessageId":"contentHash"})")),
               WB_OK);
     publish("anonymous", "");
@@ -279,7 +257,7 @@ TEST_F(RabbitmqModuleTest, MissingQueueIsLoggedAndConsumedOnceItExists) {
     std::string error;
     const std::string late = queue_ + "-late";
     ASSERT_EQ(
-        harness_->bring_up(config(), rabbit_sub("sub-1", R"({"queue":")" + late + R"("})"), &error),
+        harness_->bring_up(config(), queue_sub("sub-1", R"({"queue":")" + late + R"("})"), &error),
         WB_OK)
         << error;
     ASSERT_TRUE(eventually([&] { return logged("404 NOT_FOUND"); })) << "no missing-queue line";
@@ -314,7 +292,7 @@ TEST_F(RabbitmqModuleTest, ConsumesOverTlsVerifyingTheBrokerAgainstTheCaFile) {
     std::string error;
     ASSERT_EQ(harness_->bring_up(R"({"url":")" + url + R"(","tlsCa":")" + node.ca_file() +
                                      R"(","reconnectWaitMs":100})",
-                                 rabbit_sub("sub-1", R"({"queue":"tls-orders"})"), &error),
+                                 queue_sub("sub-1", R"({"queue":"tls-orders"})"), &error),
               WB_OK)
         << error;
     ASSERT_TRUE(plain.publish("tls-orders", R"({"secure":true})", "tls-1")) << plain.error;
@@ -325,7 +303,7 @@ TEST_F(RabbitmqModuleTest, ConsumesOverTlsVerifyingTheBrokerAgainstTheCaFile) {
     // Without the CA the broker's certificate does not verify: never consumed, and said so.
     connector_harness untrusting("rabbitmq");
     ASSERT_EQ(untrusting.bring_up(R"({"url":")" + url + R"(","reconnectWaitMs":100})",
-                                  rabbit_sub("sub-2", R"({"queue":"tls-orders"})"), &error),
+                                  queue_sub("sub-2", R"({"queue":"tls-orders"})"), &error),
               WB_OK)
         << error;
     const auto said = [&] {
