@@ -2,11 +2,8 @@
 // SQLite file, libcurl as the client. Held events, dead-letter replay (one and bulk), /metrics,
 // the run listing and the dead letters with their replays.
 
-#include "app/bridge.hpp"
-#include "http/api.hpp"
-#include "http/bridge_port.hpp"
-#include "http/server.hpp"
 #include "store/store.hpp"
+#include "support/api_bridge_fixture.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/schema_check.hpp"
@@ -33,66 +30,20 @@ using testing::eventually;
 using testing::http_reply;
 using behaviour = testing::scripted_run_starter::behaviour;
 
-class OpsHttpTest : public ::testing::Test {
+class OpsHttpTest : public testing::api_bridge_fixture {
 protected:
     void SetUp() override {
-        settings_.host_key_file = dir_.file("host.key");
         settings_.public_url = "http://127.0.0.1:1";
         settings_.default_retry = {1, backoff_kind::none, 0, 0, false};
         settings_.local_workflows = {"wf", "wf-flaky"};
-        sqlite_options o;
-        o.path = dir_.file("bridge.db");
-        auto st = open_sqlite_store(o);
-        ASSERT_TRUE(st.has_value()) << st.error().message();
         auto starter = std::make_unique<testing::scripted_run_starter>(settings_.local_workflows);
         starter_ = starter.get();
         starter_->set_behaviour("wf-flaky", behaviour::permanent);
-        bridge_ = std::make_unique<bridge>(settings_, std::move(*st), std::move(starter), clock_,
-                                           random_);
-        ASSERT_TRUE(bridge_->start().has_value());
-        http::server_options so;
-        so.host = "127.0.0.1";
-        so.port = 0;
-        so.threads = 1;
-        so.worker_threads = 2;
-        server_ = std::make_unique<http::server>(so);
-        port_ = http::make_bridge_port(*bridge_);
         http::api_options ao;
         ao.keys = {{"hk_acme", "acme", {"webhooks:manage", "runs:read"}},
                    {"hk_globex", "globex", {"webhooks:manage", "runs:read"}},
                    {"hk_reader", "acme", {"runs:read"}}};
-        api_ = std::make_unique<http::http_api>(ao, *port_, nullptr, server_->scheduler());
-        ASSERT_TRUE(server_->start(*api_).has_value());
-        base_ = "http://127.0.0.1:" + std::to_string(server_->port());
-    }
-
-    void TearDown() override {
-        if (server_) {
-            server_->stop(std::chrono::seconds(10));
-        }
-        server_.reset();
-        api_.reset();
-        port_.reset();
-        if (bridge_) {
-            bridge_->stop();
-        }
-        bridge_.reset();
-    }
-
-    http_reply call(const std::string& method, const std::string& path, const std::string& body = {},
-                    const std::string& key = "hk_acme", testing::http_headers headers = {}) {
-        testing::http_call c;
-        c.method = method;
-        c.url = base_ + path;
-        c.body = body;
-        c.headers = std::move(headers);
-        if (!key.empty()) {
-            c.headers.emplace_back("Authorization", "Bearer " + key);
-        }
-        if (!body.empty()) {
-            c.headers.emplace_back("Content-Type", "application/json");
-        }
-        return testing::perform(c);
+        start_stack(std::move(starter), ao, 1);
     }
 
     struct reg {
@@ -135,16 +86,7 @@ protected:
         return {};
     }
 
-    testing::temp_dir dir_;
-    system_clock_source clock_;
-    system_random_source random_;
-    bridge_settings settings_;
     testing::scripted_run_starter* starter_ = nullptr;
-    std::unique_ptr<bridge> bridge_;
-    std::unique_ptr<http::server> server_;
-    std::unique_ptr<http::bridge_port> port_;
-    std::unique_ptr<http::http_api> api_;
-    std::string base_;
 };
 
 TEST_F(OpsHttpTest, HeldWhilePausedThenDeliveredOnResume) {

@@ -1,10 +1,7 @@
 // POST/GET/DELETE /v1/webhooks end to end: the real bridge (durable outbound webhooks, loopback
 // http allowed) behind the real http::server, and a real receiving server for the deliveries.
-#include "app/bridge.hpp"
-#include "http/api.hpp"
-#include "http/bridge_port.hpp"
-#include "http/server.hpp"
 #include "store/store.hpp"
+#include "support/api_bridge_fixture.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
@@ -29,83 +26,26 @@ using testing::http_call;
 using testing::http_headers;
 using testing::http_reply;
 
-class OutboundHttpTest : public ::testing::Test {
+class OutboundHttpTest : public testing::api_bridge_fixture {
 protected:
     void SetUp() override {
-        settings_.host_key_file = dir_.file("host.key");
         settings_.public_url = "http://127.0.0.1:1";
         settings_.default_retry = {3, backoff_kind::fixed, 100, 100, false};
         settings_.local_workflows = {"conformance-noop"};
         settings_.webhooks_durable = true;
         settings_.webhooks_allow_loopback_http = true;
-        sqlite_options o;
-        o.path = dir_.file("bridge.db");
-        auto st = open_sqlite_store(o);
-        ASSERT_TRUE(st.has_value()) << st.error().message();
         auto starter = std::make_unique<testing::scripted_run_starter>(settings_.local_workflows);
-        bridge_ = std::make_unique<bridge>(settings_, std::move(*st), std::move(starter), clock_,
-                                           random_);
-        ASSERT_TRUE(bridge_->start().has_value());
-        http::server_options so;
-        so.host = "127.0.0.1";
-        so.port = 0;
-        so.threads = 2;
-        so.worker_threads = 2;
-        server_ = std::make_unique<http::server>(so);
-        port_ = http::make_bridge_port(*bridge_);
         http::api_options ao;
         ao.keys = {{"hk_acme", "acme", {"webhooks:manage", "runs:read", "runs:create"}},
                    {"hk_globex", "globex", {"webhooks:manage"}},
                    {"hk_readonly", "acme", {"runs:read"}}};
-        api_ = std::make_unique<http::http_api>(ao, *port_, nullptr, server_->scheduler());
-        ASSERT_TRUE(server_->start(*api_).has_value());
-        base_ = "http://127.0.0.1:" + std::to_string(server_->port());
-    }
-
-    void TearDown() override {
-        if (server_) {
-            server_->stop(std::chrono::seconds(10));
-        }
-        server_.reset();
-        api_.reset();
-        port_.reset();
-        if (bridge_) {
-            bridge_->stop();
-        }
-        bridge_.reset();
-    }
-
-    http_reply call(const std::string& method, const std::string& path,
-                    const std::string& body = {}, const std::string& key = "hk_acme",
-                    http_headers headers = {}) {
-        http_call c;
-        c.method = method;
-        c.url = base_ + path;
-        c.body = body;
-        c.headers = std::move(headers);
-        c.timeout_ms = 20000;
-        if (!key.empty()) {
-            c.headers.emplace_back("Authorization", "Bearer " + key);
-        }
-        if (!body.empty()) {
-            c.headers.emplace_back("Content-Type", "application/json");
-        }
-        return testing::perform(c);
+        start_stack(std::move(starter), ao, 2);
     }
 
 
-    testing::temp_dir dir_;
-    system_clock_source clock_;
-    system_random_source random_;
-    bridge_settings settings_;
     testing::http_test_server receiver_{[](const testing::http_request&) {
         return testing::http_response{};
     }};
-    std::unique_ptr<bridge> bridge_;
-    std::unique_ptr<http::server> server_;
-    std::unique_ptr<http::bridge_port> port_;
-    std::unique_ptr<http::http_api> api_;
-    std::string base_;
 };
 
 TEST_F(OutboundHttpTest, RegisterListAndDeleteAWebhook) {
