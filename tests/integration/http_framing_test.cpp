@@ -4,6 +4,7 @@
 // and every framing a proxy could read differently (request smuggling) is answered 400, the
 // connection closed, the smuggled request never answered, nothing stored and no run started.
 #include "support/http_client.hpp"
+#include "support/probed_serve_fixture.hpp"
 #include "support/raw_socket.hpp"
 #include "support/serve_probe.hpp"
 #include "support/serve_process.hpp"
@@ -16,6 +17,7 @@
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,27 +31,16 @@ constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 constexpr const char* sub = "orders";
 constexpr std::size_t max_body = 10485760;
 
-class HttpFramingTest : public ::testing::Test {
+class HttpFramingTest : public probed_serve_fixture {
   protected:
     void SetUp() override {
-        std::ofstream(dir_.file("wopbridge.yaml"))
-            << probe_config_prelude(dir_.path().string(), "http://127.0.0.1:8080")
+        std::ostringstream config;
+        config << probe_config_prelude(dir_.path().string(), "http://127.0.0.1:8080")
             << "runs: {local: {workflows: [{id: conformance-noop}]}}\n"
                "subscriptions:\n"
                "  - {id: orders, source: webhook, workflowId: conformance-noop, signingSecret: \""
             << secret << "\"}\n";
-        ASSERT_TRUE(serve_.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log")))
-            << serve_.error;
-        port_ = static_cast<std::uint16_t>(
-            std::stoi(serve_.url().substr(serve_.url().rfind(':') + 1)));
-        probe_ = std::make_unique<serve_probe>(serve_.url(), "hk_probe");
-    }
-
-    void TearDown() override {
-        if (probe_) {
-            serve_.signal(SIGTERM);
-            EXPECT_EQ(serve_.wait_exit(), 0) << read_text_file(dir_.file("serve.log"));
-        }
+        start_serve(config.str());
     }
 
     // A signed ingest's request line and headers, without the framing header and the blank line.
@@ -99,11 +90,6 @@ class HttpFramingTest : public ::testing::Test {
         c.headers = {{"authorization", "Bearer hk_probe"}};
         return perform(c).body;
     }
-
-    temp_dir dir_;
-    serve_process serve_;
-    std::uint16_t port_ = 0;
-    std::unique_ptr<serve_probe> probe_;
 };
 
 TEST_F(HttpFramingTest, BodiesUpToMaxBodyBytesAreAcceptedAndLargerOnes413BeforeTheBody) {

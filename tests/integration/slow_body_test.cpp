@@ -6,6 +6,7 @@
 // the reserved slots.
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
+#include "support/probed_serve_fixture.hpp"
 #include "support/raw_socket.hpp"
 #include "support/serve_probe.hpp"
 #include "support/serve_process.hpp"
@@ -17,6 +18,7 @@
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,13 +30,13 @@ using namespace std::chrono_literals;
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-class SlowBodyTest : public ::testing::Test {
+class SlowBodyTest : public probed_serve_fixture {
   protected:
     void SetUp() override {
         const std::string dir = dir_.path().string();
         // 24 ingest slots + 8 reserved; 16 connections per address; 3 s grace, then 1 KiB/s.
-        std::ofstream(dir_.file("wopbridge.yaml"))
-            << "server: {listen: \"127.0.0.1:0\", maxInFlightRequests: 24, "
+        std::ostringstream config;
+        config << "server: {listen: \"127.0.0.1:0\", maxInFlightRequests: 24, "
                "reservedInFlightRequests: 8, maxConnectionsPerAddress: 16, "
                "minBodyBytesPerSecond: 1024, bodyGraceSeconds: 3}\n"
                "auth:\n"
@@ -47,18 +49,7 @@ class SlowBodyTest : public ::testing::Test {
                "subscriptions:\n"
                "  - {id: orders, source: webhook, workflowId: conformance-noop, signingSecret: \""
             << secret << "\"}\n";
-        ASSERT_TRUE(serve_.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log")))
-            << serve_.error;
-        port_ = static_cast<std::uint16_t>(
-            std::stoi(serve_.url().substr(serve_.url().rfind(':') + 1)));
-        probe_ = std::make_unique<serve_probe>(serve_.url(), "hk_probe");
-    }
-
-    void TearDown() override {
-        if (probe_) {
-            serve_.signal(SIGTERM);
-            EXPECT_EQ(serve_.wait_exit(), 0) << read_text_file(dir_.file("serve.log"));
-        }
+        start_serve(config.str());
     }
 
     long get(const std::string& path) {
@@ -79,11 +70,6 @@ class SlowBodyTest : public ::testing::Test {
         c.headers.emplace_back("Content-Type", "application/json");
         return perform(c).status;
     }
-
-    temp_dir dir_;
-    serve_process serve_;
-    std::uint16_t port_ = 0;
-    std::unique_ptr<serve_probe> probe_;
 };
 
 TEST_F(SlowBodyTest, TricklingBodiesAreCutOffAndHealthAndManagementKeepAnswering) {
