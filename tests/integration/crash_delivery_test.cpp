@@ -81,6 +81,16 @@ protected:
         return std::nullopt;
     }
 
+    // Waits until the delivery reads "delivered"; `d` holds its last reading.
+    bool becomes_delivered(const serve_process& p, const std::string& id,
+                           std::optional<delivery_row>& d,
+                           std::chrono::milliseconds limit = std::chrono::seconds(15)) {
+        return eventually([&] {
+            d = delivery(p, id);
+            return d && d->status == "delivered";
+        }, limit);
+    }
+
     temp_dir dir_;
 };
 
@@ -135,10 +145,7 @@ TEST_F(CrashDeliveryTest, SigkillDuringRetryBackoffResumesAttemptCountAndDueTime
     }
 
     std::optional<delivery_row> done;
-    ASSERT_TRUE(eventually([&] {
-        done = delivery(serve, delivery_id);
-        return done && done->status == "delivered";
-    }, std::chrono::seconds(10)));
+    ASSERT_TRUE(becomes_delivered(serve, delivery_id, done, std::chrono::seconds(10)));
     EXPECT_EQ(done->attempts, 3);
     EXPECT_EQ(host.calls_for(delivery_id).size(), 3u) << "an attempt was repeated";
     EXPECT_EQ(host.runs_created(), 1);
@@ -173,10 +180,7 @@ TEST_F(CrashDeliveryTest, SigkillAfterTheUpstreamAcceptedAStartMakesOneUpstreamR
     ASSERT_TRUE(start(again)) << again.error;
     for (const auto& [delivery_id, run_id] : acked) {
         std::optional<delivery_row> d;
-        ASSERT_TRUE(eventually([&] {
-            d = delivery(again, delivery_id);
-            return d && d->status == "delivered";
-        })) << delivery_id;
+        ASSERT_TRUE(becomes_delivered(again, delivery_id, d)) << delivery_id;
         // The restart re-sent the start with the same Idempotency-Key and got the same run back.
         auto calls = host.calls_for(delivery_id);
         ASSERT_EQ(calls.size(), 2u);
@@ -218,12 +222,7 @@ TEST_F(CrashDeliveryTest, ARestartAfterSigkillReleasesTheDeadProcesssClaimsAtOnc
     serve_process again;
     ASSERT_TRUE(start(again)) << again.error;
     std::optional<delivery_row> d;
-    ASSERT_TRUE(eventually(
-        [&] {
-            d = delivery(again, delivery_id);
-            return d && d->status == "delivered";
-        },
-        std::chrono::seconds(20)))
+    ASSERT_TRUE(becomes_delivered(again, delivery_id, d, std::chrono::seconds(20)))
         << read_text_file(dir_.file("serve.log"));
     EXPECT_LT(std::chrono::steady_clock::now() - restarted, std::chrono::seconds(30));
     EXPECT_NE(read_text_file(dir_.file("serve.log")).find("\"event\":\"store.claims_released\""),
