@@ -1,5 +1,7 @@
 #include "support/listener_module_test.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 
 namespace wopbridge::testing {
@@ -33,6 +35,20 @@ std::map<std::string, int> submits_by_event(const connector_harness& harness,
         }
     }
     return out;
+}
+
+void expect_queue_listener_descriptor(const connector_harness& harness, const char* name,
+                                      const char* status) {
+    EXPECT_EQ(harness.descriptor_problem(), "");
+    if (name != nullptr) {
+        EXPECT_EQ(std::string(harness.descriptor().name), name);
+    }
+    EXPECT_EQ(std::string(harness.descriptor().source), "queue");
+    if (status != nullptr) {
+        EXPECT_EQ(std::string(harness.descriptor().status), status);
+    }
+    EXPECT_EQ(harness.descriptor().capabilities, WB_CAP_LISTENER);
+    EXPECT_EQ(harness.descriptor().on_http_request, nullptr);
 }
 
 bool logged_line(const connector_harness& harness, const std::string& text) {

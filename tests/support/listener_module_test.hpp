@@ -20,6 +20,11 @@ std::string settings_json(std::map<std::string, std::string> defaults,
 std::map<std::string, int> submits_by_event(const connector_harness& harness,
                                             wb_submit_status outcome);
 
+// The descriptor is well formed and a listener of source "queue" without an HTTP handler; its
+// name and status are checked too where given (not null).
+void expect_queue_listener_descriptor(const connector_harness& harness, const char* name,
+                                      const char* status);
+
 // Whether any of the module's log lines contains `text`.
 bool logged_line(const connector_harness& harness, const std::string& text);
 

@@ -114,11 +114,7 @@ class KafkaModuleTest : public ::testing::Test {
 };
 
 TEST_F(KafkaModuleTest, DescriptorIsAListenerOfSourceQueue) {
-    EXPECT_EQ(harness_->descriptor_problem(), "");
-    EXPECT_EQ(std::string(harness_->descriptor().name), "kafka");
-    EXPECT_EQ(std::string(harness_->descriptor().source), "queue");
-    EXPECT_EQ(harness_->descriptor().capabilities, WB_CAP_LISTENER);
-    EXPECT_EQ(harness_->descriptor().on_http_request, nullptr);
+    expect_queue_listener_descriptor(*harness_, "kafka", nullptr);
 }
 
 TEST_F(KafkaModuleTest, RefusesBadSettingsWithAReason) {

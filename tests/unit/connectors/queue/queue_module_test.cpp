@@ -97,11 +97,7 @@ class QueueModuleTest : public ::testing::Test {
 };
 
 TEST_F(QueueModuleTest, DescriptorIsAListenerOfSourceQueue) {
-    EXPECT_EQ(harness_->descriptor_problem(), "");
-    EXPECT_EQ(std::string(harness_->descriptor().source), "queue");
-    EXPECT_EQ(std::string(harness_->descriptor().status), "alpha");
-    EXPECT_EQ(harness_->descriptor().capabilities, WB_CAP_LISTENER);
-    EXPECT_EQ(harness_->descriptor().on_http_request, nullptr);
+    expect_queue_listener_descriptor(*harness_, nullptr, "alpha");
 }
 
 TEST_F(QueueModuleTest, RefusesBadSettingsWithAReason) {

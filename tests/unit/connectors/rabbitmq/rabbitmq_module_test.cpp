@@ -95,11 +95,7 @@ class RabbitmqModuleTest : public ::testing::Test {
 };
 
 TEST_F(RabbitmqModuleTest, DescriptorIsAListenerOfSourceQueueAndBadSettingsAreRefused) {
-    EXPECT_EQ(harness_->descriptor_problem(), "");
-    EXPECT_EQ(std::string(harness_->descriptor().name), "rabbitmq");
-    EXPECT_EQ(std::string(harness_->descriptor().source), "queue");
-    EXPECT_EQ(harness_->descriptor().capabilities, WB_CAP_LISTENER);
-    EXPECT_EQ(harness_->descriptor().on_http_request, nullptr);
+    expect_queue_listener_descriptor(*harness_, "rabbitmq", nullptr);
     EXPECT_EQ(harness_->validate("{}").first, WB_ERR_INVALID);
     EXPECT_EQ(harness_->validate(config({{"prefetch", "0"}})).first, WB_ERR_INVALID);
     EXPECT_EQ(harness_->validate(config()).first, WB_OK);
