@@ -1,6 +1,7 @@
 // Module-level tests: the built slack.so loaded through the connector harness.
 
 #include "support/connector_harness.hpp"
+#include "support/webhook_module_test.hpp"
 
 #include <wopbridge/signatures.hpp>
 
@@ -66,11 +67,8 @@ class SlackModuleTest : public ::testing::Test {
     static boost::json::value json(const std::string& text) { return boost::json::parse(text); }
 
     void expect_envelope(const http_reply& reply, int status, std::string_view code) {
-        EXPECT_EQ(reply.status, status);
-        EXPECT_EQ(reply.header("content-type"), "application/json");
-        auto doc = json(reply.body);
-        EXPECT_EQ(doc.at("error").as_string(), code);
-        EXPECT_TRUE(doc.at("message").is_string());
+        expect_error_envelope(reply, status, code);
+        EXPECT_TRUE(json(reply.body).at("message").is_string());
     }
 
     void TearDown() override { EXPECT_TRUE(harness_.violations().empty()); }
@@ -79,13 +77,7 @@ class SlackModuleTest : public ::testing::Test {
 };
 
 TEST_F(SlackModuleTest, DescriptorIsWellFormed) {
-    EXPECT_EQ(harness_.descriptor_problem(), "");
-    const auto& d = harness_.descriptor();
-    EXPECT_STREQ(d.name, "slack");
-    EXPECT_STREQ(d.source, "webhook");
-    EXPECT_EQ(d.capabilities, WB_CAP_HTTP_INGEST);
-    EXPECT_NE(std::string(d.config_schema_json).find("signingSecrets"), std::string::npos);
-    EXPECT_NE(std::string(d.subscription_schema_json).find("channels"), std::string::npos);
+    expect_webhook_ingest_descriptor(harness_, "slack", "signingSecrets", "channels");
 }
 
 TEST_F(SlackModuleTest, ValidateGivesOneLineReasons) {

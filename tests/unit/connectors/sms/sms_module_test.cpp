@@ -1,6 +1,7 @@
 // Module-level tests: the built sms.so loaded through the connector harness.
 
 #include "support/connector_harness.hpp"
+#include "support/webhook_module_test.hpp"
 
 #include <wopbridge/signatures.hpp>
 
@@ -87,10 +88,7 @@ class SmsModuleTest : public ::testing::Test {
     static boost::json::value json(const std::string& text) { return boost::json::parse(text); }
 
     void expect_envelope(const http_reply& reply, int status, std::string_view code) {
-        EXPECT_EQ(reply.status, status);
-        EXPECT_EQ(reply.header("content-type"), "application/json");
-        auto doc = json(reply.body);
-        EXPECT_EQ(doc.at("error").as_string(), code);
+        expect_error_envelope(reply, status, code);
     }
 
     void TearDown() override { EXPECT_TRUE(harness_.violations().empty()); }
@@ -99,13 +97,7 @@ class SmsModuleTest : public ::testing::Test {
 };
 
 TEST_F(SmsModuleTest, DescriptorIsWellFormed) {
-    EXPECT_EQ(harness_.descriptor_problem(), "");
-    const auto& d = harness_.descriptor();
-    EXPECT_STREQ(d.name, "sms");
-    EXPECT_STREQ(d.source, "webhook");
-    EXPECT_EQ(d.capabilities, WB_CAP_HTTP_INGEST);
-    EXPECT_NE(std::string(d.config_schema_json).find("statusCallbacks"), std::string::npos);
-    EXPECT_NE(std::string(d.subscription_schema_json).find("autoReply"), std::string::npos);
+    expect_webhook_ingest_descriptor(harness_, "sms", "statusCallbacks", "autoReply");
 }
 
 TEST_F(SmsModuleTest, ValidateGivesOneLineReasons) {
