@@ -2,15 +2,16 @@
 // (WB_CAP_HTTP_INGEST) on the same module. Built on the SDK's C++ wrapper (connector.hpp), which
 // owns the C ABI trampolines and catches everything at the boundary.
 
+#include "email_config.hpp"
 #include "email_event.hpp"
 #include "inbound_parse.hpp"
 #include "mime.hpp"
 #include "smtp_server.hpp"
 
-#include "forms/form_logic.hpp"
-#include "forms/multipart.hpp"
-
 #include <wopbridge/connector.hpp>
+#include <wopbridge/http_util.hpp>
+#include <wopbridge/json_reply.hpp>
+#include <wopbridge/multipart.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -29,210 +30,11 @@
 namespace wopbridge::email {
 namespace {
 
-constexpr const char* config_schema = R"json({
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "listen": {"type": "string", "default": "127.0.0.1:2525",
-               "description": "SMTP host:port; port 0 = ephemeral; empty = no listener"},
-    "hostname": {"type": "string", "default": "localhost"},
-    "maxMessageBytes": {"type": "integer", "minimum": 1024, "default": 26214400},
-    "maxRecipients": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
-    "maxConnections": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 32},
-    "maxAttachments": {"type": "integer", "minimum": 0, "maximum": 10000, "default": 64},
-    "commandTimeout": {"type": "integer", "minimum": 1, "default": 300},
-    "dataTimeout": {"type": "integer", "minimum": 1, "default": 600},
-    "tls": {"type": "object", "additionalProperties": false, "required": ["certFile", "keyFile"],
-            "properties": {"certFile": {"type": "string"}, "keyFile": {"type": "string"}}},
-    "auth": {"type": "object", "additionalProperties": false, "required": ["username", "password"],
-             "properties": {"username": {"type": "string"},
-                            "password": {"type": "string", "writeOnly": true}}},
-    "webhookSigningKey": {"type": "string", "writeOnly": true},
-    "webhookTolerance": {"type": "integer", "minimum": 1, "maximum": 86400, "default": 300},
-    "replayCacheSize": {"type": "integer", "minimum": 16, "default": 10000},
-    "maxWebhookBytes": {"type": "integer", "minimum": 1024, "default": 26214400}
-  }
-})json";
-
-constexpr const char* subscription_schema = R"json({
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "addresses": {"type": "array", "items": {"type": "string"},
-                  "description": "RCPT TO addresses routed to this subscription (SMTP)"}
-  }
-})json";
-
-// Thrown by settings parsing; the wrapper turns it into WB_ERR_INVALID with what() as the reason.
-struct config_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-struct email_config {
-    bool listen = true;
-    std::string listen_host = "127.0.0.1";
-    std::uint16_t listen_port = 2525;
-    std::string hostname = "localhost";
-    std::size_t max_message_bytes = 25 * 1024 * 1024;
-    std::size_t max_recipients = 100;
-    std::size_t max_connections = 32;
-    std::size_t max_attachments = 64;
-    std::int64_t command_timeout_s = 300;
-    std::int64_t data_timeout_s = 600;
-    std::string tls_cert;
-    std::string tls_key;
-    std::string auth_user;
-    std::string auth_password;
-    std::string webhook_key;
-    std::int64_t webhook_tolerance_s = 300;
-    std::size_t replay_cache_size = 10000;
-    std::size_t max_webhook_bytes = 25 * 1024 * 1024;
-};
-
-boost::json::value parse_json(std::string_view text, std::string_view what) {
-    boost::system::error_code ec;
-    auto v = boost::json::parse(text.empty() ? std::string_view("{}") : text, ec);
-    if (ec || !v.is_object()) {
-        throw config_error(std::string(what) + " must be a JSON object");
-    }
-    return v;
-}
-
-std::int64_t get_int(const boost::json::object& o, std::string_view key, std::int64_t def,
-                     std::int64_t min, std::int64_t max) {
-    auto it = o.find(key);
-    if (it == o.end()) {
-        return def;
-    }
-    if (!it->value().is_int64() && !it->value().is_uint64()) {
-        throw config_error(std::string(key) + " must be an integer");
-    }
-    auto v = it->value().is_int64() ? it->value().as_int64()
-                                    : static_cast<std::int64_t>(it->value().as_uint64());
-    if (v < min || v > max) {
-        throw config_error(std::string(key) + " is out of range");
-    }
-    return v;
-}
-
-std::string get_string(const boost::json::object& o, std::string_view key, std::string def,
-                       bool allow_empty = false) {
-    auto it = o.find(key);
-    if (it == o.end()) {
-        return def;
-    }
-    if (!it->value().is_string() || (!allow_empty && it->value().as_string().empty())) {
-        throw config_error(std::string(key) + " must be a non-empty string");
-    }
-    return std::string(it->value().as_string());
-}
-
-void check_keys(const boost::json::object& o, std::initializer_list<std::string_view> known,
-                std::string_view where) {
-    for (const auto& kv : o) {
-        if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
-            throw config_error("unknown " + std::string(where) + " key " + std::string(kv.key()));
-        }
-    }
-}
-
-email_config parse_config(std::string_view json) {
-    auto v = parse_json(json, "config");
-    const auto& o = v.as_object();
-    check_keys(o,
-               {"listen", "hostname", "maxMessageBytes", "maxRecipients", "maxConnections",
-                "maxAttachments", "commandTimeout", "dataTimeout", "tls", "auth",
-                "webhookSigningKey", "webhookTolerance", "replayCacheSize", "maxWebhookBytes"},
-               "config");
-    email_config c;
-    auto listen = get_string(o, "listen", "127.0.0.1:2525", true);
-    if (listen.empty()) {
-        c.listen = false;
-    } else {
-        auto colon = listen.rfind(':');
-        if (colon == std::string::npos) {
-            throw config_error("listen must be host:port");
-        }
-        auto host = listen.substr(0, colon);
-        if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-            host = host.substr(1, host.size() - 2);
-        }
-        unsigned port = 0;
-        auto ps = std::string_view(listen).substr(colon + 1);
-        auto [p, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), port);
-        if (ec != std::errc{} || p != ps.data() + ps.size() || port > 65535) {
-            throw config_error("listen port must be 0..65535");
-        }
-        c.listen_host = host;
-        c.listen_port = static_cast<std::uint16_t>(port);
-    }
-    c.hostname = get_string(o, "hostname", "localhost");
-    if (c.hostname.find_first_of(" \r\n\t") != std::string::npos) {
-        throw config_error("hostname must not contain whitespace");
-    }
-    c.max_message_bytes = static_cast<std::size_t>(
-        get_int(o, "maxMessageBytes", 25 * 1024 * 1024, 1024, std::int64_t{1} << 34));
-    c.max_recipients = static_cast<std::size_t>(get_int(o, "maxRecipients", 100, 1, 10000));
-    c.max_connections = static_cast<std::size_t>(get_int(o, "maxConnections", 32, 1, 10000));
-    c.max_attachments = static_cast<std::size_t>(get_int(o, "maxAttachments", 64, 0, 10000));
-    c.command_timeout_s = get_int(o, "commandTimeout", 300, 1, 86400);
-    c.data_timeout_s = get_int(o, "dataTimeout", 600, 1, 86400);
-    if (auto it = o.find("tls"); it != o.end()) {
-        if (!it->value().is_object()) {
-            throw config_error("tls must be an object");
-        }
-        const auto& t = it->value().as_object();
-        check_keys(t, {"certFile", "keyFile"}, "tls");
-        c.tls_cert = get_string(t, "certFile", "");
-        c.tls_key = get_string(t, "keyFile", "");
-        if (c.tls_cert.empty() || c.tls_key.empty()) {
-            throw config_error("tls needs certFile and keyFile");
-        }
-    }
-    if (auto it = o.find("auth"); it != o.end()) {
-        if (!it->value().is_object()) {
-            throw config_error("auth must be an object");
-        }
-        const auto& a = it->value().as_object();
-        check_keys(a, {"username", "password"}, "auth");
-        c.auth_user = get_string(a, "username", "");
-        c.auth_password = get_string(a, "password", "");
-        if (c.auth_user.empty() || c.auth_password.empty()) {
-            throw config_error("auth needs username and password");
-        }
-    }
-    c.webhook_key = get_string(o, "webhookSigningKey", "");
-    c.webhook_tolerance_s = get_int(o, "webhookTolerance", 300, 1, 86400);
-    c.replay_cache_size =
-        static_cast<std::size_t>(get_int(o, "replayCacheSize", 10000, 16, 10'000'000));
-    c.max_webhook_bytes = static_cast<std::size_t>(
-        get_int(o, "maxWebhookBytes", 25 * 1024 * 1024, 1024, std::int64_t{1} << 34));
-    return c;
-}
-
-std::vector<std::string> parse_addresses(std::string_view json) {
-    auto v = parse_json(json, "settings");
-    const auto& o = v.as_object();
-    check_keys(o, {"addresses"}, "settings");
-    std::vector<std::string> out;
-    auto it = o.find("addresses");
-    if (it == o.end()) {
-        return out;
-    }
-    if (!it->value().is_array()) {
-        throw config_error("addresses must be an array of strings");
-    }
-    for (const auto& a : it->value().as_array()) {
-        if (!a.is_string() || a.as_string().empty() ||
-            a.as_string().find('@') == boost::json::string::npos) {
-            throw config_error("addresses entries must be mail addresses");
-        }
-        std::string addr(a.as_string());
-        std::transform(addr.begin(), addr.end(), addr.begin(),
-                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-        out.push_back(std::move(addr));
-    }
-    return out;
+// The inbound-parse webhook's error replies carry their retry hint in the body's details too.
+void send_error(request_handle& req, int status_code, std::string_view code,
+                std::string_view message, int retry_after_seconds = 0) {
+    respond_error(req, status_code, code, message, retry_after_seconds,
+                  retry_hint::header_and_details);
 }
 
 // Collects the outcomes of several submits (one per matched subscription) for one SMTP message.
@@ -248,28 +50,22 @@ struct submit_batch {
 class email_connector final : public connector {
   public:
     static connector_info info() {
-        connector_info i;
-        i.name = "email";
-        i.version = "1.0.0";
-        i.status = "alpha";
-        i.security_posture =
-            "SMTP: trusts the envelope (optional AUTH PLAIN, STARTTLS), no SPF/DKIM/DMARC "
-            "evaluation; inbound-parse webhook: HMAC-SHA256 over timestamp+token, replay cache.";
-        i.source = "email";
-        i.config_schema_json = config_schema;
-        i.subscription_schema_json = subscription_schema;
-        i.capabilities = WB_CAP_HTTP_INGEST | WB_CAP_LISTENER;
-        return i;
+        return connector_info{
+            .name = "email",
+            .version = "1.0.0",
+            .status = "alpha",
+            .security_posture =
+                "SMTP: trusts the envelope (optional AUTH PLAIN, STARTTLS), no SPF/DKIM/DMARC "
+                "evaluation; inbound-parse webhook: HMAC-SHA256 over timestamp+token, replay "
+                "cache.",
+            .source = "email",
+            .config_schema_json = config_schema_json,
+            .subscription_schema_json = subscription_schema_json,
+            .capabilities = WB_CAP_HTTP_INGEST | WB_CAP_LISTENER};
     }
 
     static status validate(std::string_view config, std::string& error) {
-        try {
-            parse_config(config);
-            return status::ok;
-        } catch (const config_error& e) {
-            error = e.what();
-            return status::invalid;
-        }
+        return json_config::status_of_reading(error, [&] { parse_config(config); });
     }
 
     email_connector(host& h, std::string_view config)
@@ -346,15 +142,11 @@ class email_connector final : public connector {
     }
 
     status subscribe(const subscription_info& sub, std::string& error) override {
-        try {
+        return json_config::status_of_reading(error, [&] {
             auto addrs = parse_addresses(sub.settings_json);
             std::lock_guard lock(mu_);
             subs_[std::string(sub.id)] = std::move(addrs);
-            return status::ok;
-        } catch (const config_error& e) {
-            error = e.what();
-            return status::invalid;
-        }
+        });
     }
 
     status unsubscribe(std::string_view id) override {
@@ -483,21 +275,6 @@ class email_connector final : public connector {
                                       : smtp_session::commit_result::temporary_failure;
     }
 
-    static void send_json(request_handle& req, int status_code, const std::string& body,
-                          std::optional<int> retry_after = std::nullopt) {
-        header_list headers{{"content-type", "application/json"}};
-        if (retry_after) {
-            headers.emplace_back("retry-after", std::to_string(*retry_after));
-        }
-        req.respond(status_code, headers, body);
-    }
-
-    static void send_error(request_handle& req, int status_code, std::string_view code,
-                           std::string_view message,
-                           std::optional<int> retry_after = std::nullopt) {
-        send_json(req, status_code, forms::error_envelope(code, message, retry_after), retry_after);
-    }
-
     void release() {
         std::lock_guard lock(mu_);
         --in_flight_;
@@ -512,19 +289,21 @@ class email_connector final : public connector {
             if (!out.run_id.empty()) {
                 o["runId"] = out.run_id;
             }
-            send_json(req, 200, boost::json::serialize(o));
+            req.respond(200, {{"content-type", "application/json"}}, boost::json::serialize(o));
             return;
         }
         // Nothing was committed: the provider's retry (same token) must be able to pass.
         replay_.release(token);
-        if (out.reason == "subscription_not_active") {
-            send_error(req, 409, "subscription_not_active", "the email subscription is not active");
-        } else if (out.reason == "not_found") {
-            send_error(req, 404, "not_found", "no such email subscription");
-        } else {
-            int retry = out.retry_after_seconds > 0 ? out.retry_after_seconds : 5;
-            send_error(req, 503, "overloaded", "the bridge cannot take the message now", retry);
-        }
+        // An invalid refusal is answered like an overload here (a 503 the provider retries).
+        static constexpr refusal_wording wording{
+            .not_active = "the email subscription is not active",
+            .not_found = "no such email subscription",
+            .invalid = {},
+            .unavailable = "the bridge cannot take the message now",
+            .store_has_own_code = false,
+            .default_retry_after_seconds = 5};
+        const auto refusal = refusal_reply(out, wording);
+        send_error(req, refusal.status, refusal.code, refusal.message, refusal.retry_after_seconds);
     }
 
     host& host_;
@@ -561,29 +340,29 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
         return;
     }
     auto ct_text = r.header("content-type").value_or("");
-    auto ct = forms::parse_header_value(ct_text);
-    std::vector<forms::multipart_part> parts;
+    auto ct = http::parse_header_value(ct_text);
+    std::vector<http::multipart_part> parts;
     if (ct.value == "multipart/form-data") {
-        auto boundary = forms::boundary_of(ct_text);
-        forms::multipart_limits limits;
+        auto boundary = http::boundary_of(ct_text);
+        http::multipart_limits limits;
         limits.max_total_bytes = cfg_.max_webhook_bytes;
         limits.max_part_bytes = cfg_.max_webhook_bytes;
         limits.max_parts = 64 + cfg_.max_attachments;
-        auto parsed = boundary ? forms::parse_multipart(body, *boundary, limits)
-                               : forms::multipart_result{forms::multipart_error::no_boundary, {}};
-        if (parsed.error != forms::multipart_error::none) {
+        auto parsed = boundary ? http::parse_multipart(body, *boundary, limits)
+                               : http::multipart_result{http::multipart_error::no_boundary, {}};
+        if (parsed.error != http::multipart_error::none) {
             send_error(req, 400, "validation_error", "malformed multipart body");
             return;
         }
         parts = std::move(parsed.parts);
     } else if (ct.value == "application/x-www-form-urlencoded") {
-        auto fields = forms::parse_urlencoded(body);
+        auto fields = http::parse_form_urlencoded(body);
         if (!fields) {
             send_error(req, 400, "validation_error", "malformed urlencoded body");
             return;
         }
         for (auto& [k, v] : *fields) {
-            forms::multipart_part p;
+            http::multipart_part p;
             p.headers.emplace_back("content-disposition",
                                    "form-data; name=" +
                                        boost::json::serialize(boost::json::string(k)));
@@ -668,7 +447,7 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
     if (st != status::ok) {
         replay_.release(token);
         release();
-            if (st == status::invalid) {
+        if (st == status::invalid) {
             // The host refused the content itself: a retry would be refused again.
             send_error(*shared_req, 400, "validation_error",
                        "the bridge refused the message content as malformed");

@@ -83,11 +83,11 @@ void token_replay_cache::release(std::string_view token) {
     seen_.erase(std::string(token));
 }
 
-std::optional<inbound_mail> inbound_mail_of(const std::vector<forms::multipart_part>& parts) {
+std::optional<inbound_mail> inbound_mail_of(const std::vector<http::multipart_part>& parts) {
     inbound_mail m;
     std::string sender;
     for (const auto& part : parts) {
-        auto info = forms::form_part_info_of(part);
+        auto info = http::form_part_info_of(part);
         if (!info) {
             return std::nullopt;
         }

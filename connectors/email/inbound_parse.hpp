@@ -3,7 +3,7 @@
 // multipart/form-data with `timestamp`, `token` and `signature` = hex(HMAC-SHA256(key,
 // timestamp + token)). Verification, a bounded token replay cache and the field mapping.
 
-#include "forms/multipart.hpp"
+#include <wopbridge/multipart.hpp>
 
 #include <cstdint>
 #include <deque>
@@ -15,6 +15,10 @@
 #include <vector>
 
 namespace wopbridge::email {
+
+// The multipart types moved from the forms connector to the SDK; existing email tests still spell
+// them forms::multipart_part. Drop this alias once they say http::.
+namespace forms = http;
 
 enum class parse_verdict { valid, missing, malformed, stale_timestamp, mismatch };
 std::string_view to_string(parse_verdict v) noexcept;
@@ -64,6 +68,6 @@ struct inbound_mail {
 
 // Maps the multipart fields: `from` (else `sender`), `recipient` (comma-separated), `subject`,
 // `body-plain`, `body-html`, `Message-Id`; file parts become files. Text is sanitized as UTF-8.
-std::optional<inbound_mail> inbound_mail_of(const std::vector<forms::multipart_part>& parts);
+std::optional<inbound_mail> inbound_mail_of(const std::vector<http::multipart_part>& parts);
 
 } // namespace wopbridge::email

@@ -9,25 +9,6 @@
 namespace wopbridge::email {
 namespace {
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    return out;
-}
-
-std::string_view trim(std::string_view s) {
-    auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!s.empty() && ws(s.front())) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && ws(s.back())) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 void put_utf8(std::string& out, std::uint32_t cp) {
     if (cp < 0x80) {
         out.push_back(static_cast<char>(cp));
@@ -116,11 +97,11 @@ param_list parse_headers_lenient(std::string_view block) {
         if (std::any_of(name.begin(), name.end(), [](char c) { return c <= 32 || c >= 127; })) {
             continue;
         }
-        out.emplace_back(lower(name), std::string(line.substr(colon + 1)));
+        out.emplace_back(http::to_lower(name), std::string(line.substr(colon + 1)));
         last_valid = true;
     }
     for (auto& [k, v] : out) {
-        v = std::string(trim(v));
+        v = std::string(http::trim_whitespace(v));
     }
     return out;
 }
@@ -162,40 +143,41 @@ struct walker {
             return;
         }
         auto ct_text = header_of(headers, "content-type");
-        auto ct = forms::parse_header_value(ct_text);
+        auto ct = http::parse_header_value(ct_text);
         // A missing or unusable Content-Type is text/plain; us-ascii (RFC 2045 §5.2).
         if (ct.value.empty() || ct.value.find('/') == std::string::npos) {
-            ct = forms::parse_header_value("text/plain; charset=us-ascii");
+            ct = http::parse_header_value("text/plain; charset=us-ascii");
         }
         if (ct.value.rfind("multipart/", 0) == 0) {
-            auto boundary = forms::boundary_of(ct_text);
-            forms::multipart_limits ml;
+            auto boundary = http::boundary_of(ct_text);
+            http::multipart_limits ml;
             ml.max_parts = limits.max_parts;
             ml.max_part_bytes = static_cast<std::size_t>(-1);
             ml.max_total_bytes = static_cast<std::size_t>(-1);
             ml.max_header_bytes = 64 * 1024;
             if (boundary) {
-                auto split = forms::parse_multipart(body, *boundary, ml, true);
-                if (split.error == forms::multipart_error::none) {
+                auto split = http::parse_multipart(body, *boundary, ml, true);
+                if (split.error == http::multipart_error::none) {
                     for (const auto& part : split.parts) {
                         entity(part.headers, part.body, depth + 1);
                     }
                     return;
                 }
-                if (split.error == forms::multipart_error::too_many_parts) {
+                if (split.error == http::multipart_error::too_many_parts) {
                     msg.truncated_structure = true;
                     return;
                 }
             }
             // A broken multipart is shown as text rather than lost.
-            leaf(headers, forms::parse_header_value("text/plain"), body);
+            leaf(headers, http::parse_header_value("text/plain"), body);
             return;
         }
         leaf(headers, ct, body);
     }
 
-    void leaf(const param_list& headers, const forms::header_value& ct, std::string_view body) {
-        auto cte = lower(trim(header_of(headers, "content-transfer-encoding")));
+    void leaf(const param_list& headers, const http::header_value& ct, std::string_view body) {
+        auto cte =
+            http::to_lower(http::trim_whitespace(header_of(headers, "content-transfer-encoding")));
         std::string bytes;
         if (cte == "base64") {
             bytes = decode_base64_mime(body);
@@ -204,7 +186,7 @@ struct walker {
         } else {
             bytes = std::string(body);
         }
-        auto disp = forms::parse_header_value(header_of(headers, "content-disposition"));
+        auto disp = http::parse_header_value(header_of(headers, "content-disposition"));
         std::optional<std::string> filename = disp.param("filename");
         if (!filename) {
             filename = ct.param("name");
@@ -380,7 +362,7 @@ std::string sanitize_utf8(std::string_view s) {
 }
 
 std::string to_utf8(std::string_view bytes, std::string_view charset, bool* converted) {
-    auto cs = lower(trim(charset));
+    auto cs = http::to_lower(http::trim_whitespace(charset));
     if (cs.size() >= 2 && cs.front() == '"' && cs.back() == '"') {
         cs = cs.substr(1, cs.size() - 2);
     }
@@ -463,7 +445,7 @@ std::string decode_encoded_words(std::string_view value, bool* converted) {
                 }
             }
         }
-        bool literal_is_ws = !literal.empty() && trim(literal).empty();
+        bool literal_is_ws = !literal.empty() && http::trim_whitespace(literal).empty();
         if (decoded) {
             // Whitespace between two encoded-words is not part of the text (RFC 2047 §6.2).
             if (!(last_was_word && literal_is_ws)) {
@@ -494,7 +476,7 @@ std::vector<std::string> split_address_list(std::string_view value) {
     int angle = 0;
     int comment = 0;
     auto flush = [&] {
-        auto t = trim(current);
+        auto t = http::trim_whitespace(current);
         if (!t.empty()) {
             out.push_back(decode_encoded_words(t));
         }
@@ -536,10 +518,10 @@ std::string address_of(std::string_view mailbox) {
     if (open != std::string_view::npos) {
         auto close = mailbox.find('>', open);
         if (close != std::string_view::npos) {
-            return std::string(trim(mailbox.substr(open + 1, close - open - 1)));
+            return std::string(http::trim_whitespace(mailbox.substr(open + 1, close - open - 1)));
         }
     }
-    return std::string(trim(mailbox));
+    return std::string(http::trim_whitespace(mailbox));
 }
 
 std::optional<std::string> parsed_message::header(std::string_view name) const {
@@ -566,7 +548,7 @@ std::optional<parsed_message> parse_message(std::string_view raw, const mime_lim
             msg.to.push_back(std::move(m));
         }
     }
-    msg.message_id = std::string(trim(header_of(msg.headers, "message-id")));
+    msg.message_id = std::string(http::trim_whitespace(header_of(msg.headers, "message-id")));
     if (!ok) {
         msg.unconverted_charset = true;
     }

@@ -3,7 +3,7 @@
 // multipart nesting, base64/quoted-printable, charset conversion to UTF-8, body selection and
 // attachment extraction. Pure functions: attachments come back as bytes; the module stores them.
 
-#include "forms/multipart.hpp"
+#include <wopbridge/multipart.hpp>
 
 #include <cstddef>
 #include <optional>
@@ -13,7 +13,7 @@
 
 namespace wopbridge::email {
 
-using forms::param_list;
+using http::param_list;
 
 // Lenient base64 as found in mail: whitespace and line breaks ignored, decoding stops at '='.
 std::string decode_base64_mime(std::string_view text);

@@ -2,6 +2,7 @@
 
 #include <wopbridge/http_util.hpp>
 #include <wopbridge/json_bytes.hpp>
+#include <wopbridge/json_reply.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -14,14 +15,6 @@
 
 namespace wopbridge::forms {
 namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    return out;
-}
 
 bool all_hex(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return http::hex_digit(c) >= 0; });
@@ -38,7 +31,7 @@ std::optional<std::string> normalize_origin(std::string_view url) {
     if (sep == std::string_view::npos) {
         return std::nullopt;
     }
-    std::string scheme = lower(url.substr(0, sep));
+    std::string scheme = http::to_lower(url.substr(0, sep));
     if (scheme != "http" && scheme != "https") {
         return std::nullopt;
     }
@@ -55,7 +48,7 @@ std::optional<std::string> normalize_origin(std::string_view url) {
         if (close == std::string_view::npos) {
             return std::nullopt;
         }
-        host = lower(authority.substr(0, close + 1));
+        host = http::to_lower(authority.substr(0, close + 1));
         auto tail = authority.substr(close + 1);
         if (!tail.empty()) {
             if (tail.front() != ':') {
@@ -65,7 +58,7 @@ std::optional<std::string> normalize_origin(std::string_view url) {
         }
     } else {
         auto colon = authority.rfind(':');
-        host = lower(authority.substr(0, colon));
+        host = http::to_lower(authority.substr(0, colon));
         if (colon != std::string_view::npos) {
             port = authority.substr(colon + 1);
         }
@@ -125,7 +118,7 @@ std::optional<std::string> parse_allowed_origin(std::string_view entry) {
     if (sep == std::string_view::npos) {
         return std::nullopt;
     }
-    const std::string scheme = lower(entry.substr(0, sep));
+    const std::string scheme = http::to_lower(entry.substr(0, sep));
     if (scheme != "http" && scheme != "https") {
         return std::nullopt;
     }
@@ -343,18 +336,12 @@ std::optional<std::string> field_value(const param_list& fields, std::string_vie
 }
 
 bool wants_json(std::optional<std::string_view> accept) {
-    return accept && lower(*accept).find("application/json") != std::string::npos;
+    return accept && http::to_lower(*accept).find("application/json") != std::string::npos;
 }
 
 std::string error_envelope(std::string_view code, std::string_view message,
                            std::optional<int> retry_after_s) {
-    boost::json::object obj;
-    obj["error"] = code;
-    obj["message"] = message;
-    if (retry_after_s) {
-        obj["details"] = boost::json::object{{"retryAfter", *retry_after_s}};
-    }
-    return boost::json::serialize(obj);
+    return wopbridge::error_envelope(code, message, retry_after_s);
 }
 
 } // namespace wopbridge::forms

@@ -3,10 +3,10 @@
 // which owns the C ABI trampolines and catches everything at the boundary.
 
 #include "forms/form_logic.hpp"
-#include "forms/multipart.hpp"
 
 #include <wopbridge/connector.hpp>
 #include <wopbridge/http_util.hpp>
+#include <wopbridge/json_config.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -68,54 +68,9 @@ struct subscription_settings {
     std::string error_url;
 };
 
-// Thrown by settings parsing; the wrapper turns it into WB_ERR_INVALID with what() as the reason.
-struct config_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-const boost::json::object& as_object(const boost::json::value& v, std::string_view what) {
-    if (!v.is_object()) {
-        throw config_error(std::string(what) + " must be a JSON object");
-    }
-    return v.as_object();
-}
-
-boost::json::value parse_json(std::string_view text, std::string_view what) {
-    boost::system::error_code ec;
-    auto v = boost::json::parse(text.empty() ? std::string_view("{}") : text, ec);
-    if (ec) {
-        throw config_error(std::string(what) + " is not valid JSON");
-    }
-    return v;
-}
-
-std::int64_t get_int(const boost::json::object& o, std::string_view key, std::int64_t def,
-                     std::int64_t min, std::int64_t max) {
-    auto it = o.find(key);
-    if (it == o.end()) {
-        return def;
-    }
-    if (!it->value().is_int64() && !it->value().is_uint64()) {
-        throw config_error(std::string(key) + " must be an integer");
-    }
-    auto v = it->value().is_int64() ? it->value().as_int64()
-                                    : static_cast<std::int64_t>(it->value().as_uint64());
-    if (v < min || v > max) {
-        throw config_error(std::string(key) + " is out of range");
-    }
-    return v;
-}
-
-std::string get_string(const boost::json::object& o, std::string_view key, std::string def = {}) {
-    auto it = o.find(key);
-    if (it == o.end()) {
-        return def;
-    }
-    if (!it->value().is_string() || it->value().as_string().empty()) {
-        throw config_error(std::string(key) + " must be a non-empty string");
-    }
-    return std::string(it->value().as_string());
-}
+using json_config::config_error;
+using json_config::get_int;
+using json_config::get_string;
 
 // An entry as it may appear in an error: printable ASCII only, and bounded.
 std::string quoted_entry(std::string_view text) {
@@ -127,14 +82,8 @@ std::string quoted_entry(std::string_view text) {
 }
 
 connector_config parse_config(std::string_view json) {
-    auto v = parse_json(json, "config");
-    const auto& o = as_object(v, "config");
-    static const std::vector<std::string_view> known{"maxBodyBytes", "maxParts", "maxFileBytes"};
-    for (const auto& kv : o) {
-        if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
-            throw config_error("unknown config key " + std::string(kv.key()));
-        }
-    }
+    const auto o = json_config::parse_object(json, "config");
+    json_config::check_keys(o, {"maxBodyBytes", "maxParts", "maxFileBytes"}, "config");
     connector_config c;
     c.max_body_bytes = static_cast<std::size_t>(
         get_int(o, "maxBodyBytes", 25 * 1024 * 1024, 1024, std::int64_t{1} << 34));
@@ -150,8 +99,7 @@ bool absolute_http_url(std::string_view url) {
 }
 
 subscription_settings parse_settings(std::string_view id, std::string_view json) {
-    auto v = parse_json(json, "settings");
-    const auto& o = as_object(v, "settings");
+    const auto o = json_config::parse_object(json, "settings");
     static const std::vector<std::string_view> known{
         "allowedOrigins",    "honeypotField", "tokenSecret", "tokenTtl", "tokenField",
         "submissionIdField", "dedupWindow",   "successUrl",  "errorUrl"};
@@ -221,28 +169,21 @@ struct request_shape {
 class forms_connector final : public connector {
   public:
     static connector_info info() {
-        connector_info i;
-        i.name = "forms";
-        i.version = "1.0.0";
-        i.status = "alpha";
-        i.security_posture = "Checks Origin/Referer against an allow-list, optional HMAC form "
-                             "tokens and a honeypot; "
-                             "browsers are not authenticated, so treat all fields as untrusted.";
-        i.source = "form";
-        i.config_schema_json = config_schema;
-        i.subscription_schema_json = subscription_schema;
-        i.capabilities = WB_CAP_HTTP_INGEST | WB_CAP_TOKEN_GET;
-        return i;
+        return connector_info{
+            .name = "forms",
+            .version = "1.0.0",
+            .status = "alpha",
+            .security_posture = "Checks Origin/Referer against an allow-list, optional HMAC form "
+                                "tokens and a honeypot; "
+                                "browsers are not authenticated, so treat all fields as untrusted.",
+            .source = "form",
+            .config_schema_json = config_schema,
+            .subscription_schema_json = subscription_schema,
+            .capabilities = WB_CAP_HTTP_INGEST | WB_CAP_TOKEN_GET};
     }
 
     static status validate(std::string_view config, std::string& error) {
-        try {
-            parse_config(config);
-            return status::ok;
-        } catch (const config_error& e) {
-            error = e.what();
-            return status::invalid;
-        }
+        return json_config::status_of_reading(error, [&] { parse_config(config); });
     }
 
     forms_connector(host& h, std::string_view config) : host_(h), cfg_(parse_config(config)) {
@@ -258,16 +199,12 @@ class forms_connector final : public connector {
     }
 
     status subscribe(const subscription_info& sub, std::string& error) override {
-        try {
+        return json_config::status_of_reading(error, [&] {
             auto s = std::make_shared<const subscription_settings>(
                 parse_settings(sub.id, sub.settings_json));
             std::lock_guard lock(mu_);
             subs_[std::string(sub.id)] = std::move(s);
-            return status::ok;
-        } catch (const config_error& e) {
-            error = e.what();
-            return status::invalid;
-        }
+        });
     }
 
     status unsubscribe(std::string_view id) override {
@@ -585,19 +522,18 @@ class forms_connector final : public connector {
         case outcome_kind::refused:
             break;
         }
-        if (out.reason == "subscription_not_active") {
-            finish_error(shape, 409, "subscription_not_active",
-                         "the form subscription is not active");
-        } else if (out.reason == "not_found") {
-            finish_error(shape, 404, "not_found", "no such form subscription");
-        } else if (out.reason == "invalid") {
-            finish_error(shape, 400, "validation_error", "the submission was refused as invalid");
-        } else {
-            int retry = out.retry_after_seconds > 0 ? out.retry_after_seconds : 5;
-            finish_error(shape, 503,
-                         out.reason == "store_unavailable" ? "store_unavailable" : "overloaded",
-                         "the bridge cannot take the submission now", retry);
-        }
+        static constexpr refusal_wording wording{
+            .not_active = "the form subscription is not active",
+            .not_found = "no such form subscription",
+            .invalid = "the submission was refused as invalid",
+            .invalid_code = "validation_error",
+            .unavailable = "the bridge cannot take the submission now",
+            .default_retry_after_seconds = 5};
+        const auto refusal = refusal_reply(out, wording);
+        finish_error(shape, refusal.status, refusal.code, refusal.message,
+                     refusal.retry_after_seconds > 0
+                         ? std::optional<int>(refusal.retry_after_seconds)
+                         : std::nullopt);
     }
 
     host& host_;

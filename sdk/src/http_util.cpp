@@ -1,5 +1,7 @@
 #include "wopbridge/http_util.hpp"
 
+#include <cctype>
+
 namespace wopbridge::http {
 namespace {
 
@@ -23,6 +25,25 @@ std::string_view trim(std::string_view s) noexcept {
 }
 
 } // namespace
+
+std::string to_lower(std::string_view text) {
+    std::string out(text);
+    for (auto& c : out) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+}
+
+std::string_view trim_whitespace(std::string_view text) noexcept {
+    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!text.empty() && space(text.front())) {
+        text.remove_prefix(1);
+    }
+    while (!text.empty() && space(text.back())) {
+        text.remove_suffix(1);
+    }
+    return text;
+}
 
 int hex_digit(char c) noexcept {
     if (c >= '0' && c <= '9') {

@@ -16,6 +16,12 @@ using param_list = std::vector<std::pair<std::string, std::string>>;
 // ASCII case-insensitive equality (header names).
 bool iequals(std::string_view a, std::string_view b) noexcept;
 
+// `text` with its letters lower-cased byte by byte (std::tolower, so ASCII in the C locale).
+std::string to_lower(std::string_view text);
+
+// `text` without leading and trailing spaces, tabs, CRs and LFs (header values, MIME parameters).
+std::string_view trim_whitespace(std::string_view text) noexcept;
+
 // The value of one hexadecimal digit (either case), or -1.
 int hex_digit(char c) noexcept;
 

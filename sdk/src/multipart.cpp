@@ -1,31 +1,10 @@
-#include "multipart.hpp"
-#include "wopbridge/http_util.hpp"
+#include "wopbridge/multipart.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-namespace wopbridge::forms {
+namespace wopbridge::http {
 namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) {
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() &&
-           (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() &&
-           (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
 
 // RFC 2231: charset'language'percent-encoded. The bytes are kept; callers treat them as UTF-8.
 std::string decode_rfc2231(std::string_view v) {
@@ -36,7 +15,7 @@ std::string decode_rfc2231(std::string_view v) {
             v.remove_prefix(second + 1);
         }
     }
-    return http::percent_decode_lenient(v);
+    return percent_decode_lenient(v);
 }
 
 bool is_bchar(char c) {
@@ -81,7 +60,7 @@ header_value parse_header_value(std::string_view text) {
     header_value out;
     std::size_t i = 0;
     auto semi = text.find(';');
-    out.value = lower(trim(text.substr(0, semi)));
+    out.value = to_lower(trim_whitespace(text.substr(0, semi)));
     if (semi == std::string_view::npos) {
         return out;
     }
@@ -96,7 +75,7 @@ header_value parse_header_value(std::string_view text) {
         if (eq == std::string_view::npos) {
             break;
         }
-        std::string name = lower(trim(text.substr(i, eq - i)));
+        std::string name = to_lower(trim_whitespace(text.substr(i, eq - i)));
         i = eq + 1;
         while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) {
             ++i;
@@ -120,7 +99,7 @@ header_value parse_header_value(std::string_view text) {
         } else {
             auto next = text.find(';', i);
             auto end = next == std::string_view::npos ? text.size() : next;
-            value = std::string(trim(text.substr(i, end - i)));
+            value = std::string(trim_whitespace(text.substr(i, end - i)));
             i = next == std::string_view::npos ? text.size() : next + 1;
         }
         if (name.empty()) {
@@ -215,10 +194,10 @@ std::optional<param_list> parse_header_block(std::string_view block) {
                 return std::nullopt;
             }
         }
-        out.emplace_back(lower(name), std::string(line.substr(colon + 1)));
+        out.emplace_back(to_lower(name), std::string(line.substr(colon + 1)));
     }
     for (auto& [k, v] : out) {
-        v = std::string(trim(v));
+        v = std::string(trim_whitespace(v));
     }
     return out;
 }
@@ -377,4 +356,4 @@ std::optional<form_part_info> form_part_info_of(const multipart_part& part) {
     return info;
 }
 
-} // namespace wopbridge::forms
+} // namespace wopbridge::http
