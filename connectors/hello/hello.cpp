@@ -203,18 +203,23 @@ class hello final : public wopbridge::connector {
             break;
         }
         const std::string body = R"({"error":)" + wopbridge::json::quote(o.reason) + "}";
-        if (o.reason == "subscription_not_active") {
+        switch (wopbridge::refusal_reason_of(o)) {
+        case wopbridge::refusal_reason::subscription_not_active:
             req.respond(409, json_type, body);
-        } else if (o.reason == "not_found") {
+            return;
+        case wopbridge::refusal_reason::not_found:
             req.respond(404, json_type, body);
-        } else if (o.reason == "invalid") {
+            return;
+        case wopbridge::refusal_reason::invalid:
             req.respond(400, json_type, body);
-        } else {
-            const int after = o.retry_after_seconds > 0 ? o.retry_after_seconds : 1;
-            req.respond(
-                503, {{"content-type", "application/json"}, {"retry-after", std::to_string(after)}},
-                body);
+            return;
+        default: // the host may take it later
+            break;
         }
+        const int after = o.retry_after_seconds > 0 ? o.retry_after_seconds : 1;
+        req.respond(503,
+                    {{"content-type", "application/json"}, {"retry-after", std::to_string(after)}},
+                    body);
     }
 
     wopbridge::host& host_;
