@@ -1,12 +1,12 @@
 #include "kafka/settings.hpp"
 
+#include "wopbridge/settings_reader.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <unistd.h>
 
 namespace wopbridge::kafka {
 
@@ -29,17 +29,10 @@ bool as_integer(const bj::value& v, std::int64_t lo, std::int64_t hi, std::int64
     return true;
 }
 
-// Printable ASCII without spaces, so a name is safe in logs.
-bool printable(std::string_view s, std::size_t max = 255) {
-    if (s.empty() || s.size() > max) {
-        return false;
-    }
-    for (const char c : s) {
-        if (c <= ' ' || c > '~') {
-            return false;
-        }
-    }
-    return true;
+// The bytes of Kafka's legal topic names (and of the default client id).
+bool topic_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
 }
 
 // Kafka's legal topic names: [a-zA-Z0-9._-], at most 249, not "." or "..".
@@ -48,49 +41,39 @@ bool valid_topic(std::string_view s) {
         return false;
     }
     for (const char c : s) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                        c == '.' || c == '_' || c == '-';
-        if (!ok) {
+        if (!topic_char(c)) {
             return false;
         }
     }
     return true;
 }
 
+// Client ids and group ids: printable, so they are safe in logs.
+bool printable(std::string_view s) {
+    return settings::printable_name(s, 255);
+}
+
 // host:port[,host:port...]; a host may be a name, IPv4 or [IPv6]; an optional scheme
 // (PLAINTEXT://, SSL://...) as Kafka's listeners write it.
-bool valid_servers(std::string_view list) {
-    if (list.empty() || list.size() > 4000) {
+bool valid_server(std::string_view item) {
+    if (const auto scheme = item.find("://"); scheme != std::string_view::npos) {
+        item.remove_prefix(scheme + 3);
+    }
+    const auto colon = item.rfind(':');
+    if (!settings::printable_name(item, 1000) || colon == std::string_view::npos || colon == 0 ||
+        colon + 1 == item.size()) {
         return false;
     }
-    std::size_t start = 0;
-    for (;;) {
-        auto end = list.find(',', start);
-        auto item = list.substr(start, end == std::string_view::npos ? end : end - start);
-        while (!item.empty() && item.front() == ' ') {
-            item.remove_prefix(1);
-        }
-        while (!item.empty() && item.back() == ' ') {
-            item.remove_suffix(1);
-        }
-        if (const auto scheme = item.find("://"); scheme != std::string_view::npos) {
-            item.remove_prefix(scheme + 3);
-        }
-        const auto colon = item.rfind(':');
-        if (!printable(item, 1000) || colon == std::string_view::npos || colon == 0 ||
-            colon + 1 == item.size()) {
+    for (const char c : item.substr(colon + 1)) {
+        if (c < '0' || c > '9') {
             return false;
         }
-        for (const char c : item.substr(colon + 1)) {
-            if (c < '0' || c > '9') {
-                return false;
-            }
-        }
-        if (end == std::string_view::npos) {
-            return true;
-        }
-        start = end + 1;
     }
+    return true;
+}
+
+bool valid_servers(std::string_view list) {
+    return settings::every_listed(list, 4000, valid_server);
 }
 
 bool nonempty(const bj::value& v, std::size_t max = 4096) {
@@ -203,19 +186,7 @@ std::string redact(std::string text, const std::vector<std::string>& values) {
 }
 
 std::string default_client_id() {
-    char host[256] = {0};
-    if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
-        std::snprintf(host, sizeof host, "host");
-    }
-    std::string name = "wopbridge-" + std::string(host) + "-" + std::to_string(::getpid());
-    for (auto& c : name) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                        c == '.' || c == '_' || c == '-';
-        if (!ok) {
-            c = '_';
-        }
-    }
-    return name;
+    return settings::host_pid_name("wopbridge-", "host", topic_char);
 }
 
 std::optional<connector_settings> parse_connector_settings(std::string_view in,
@@ -280,7 +251,7 @@ std::optional<connector_settings> parse_connector_settings(std::string_view in,
         } else if (key == "properties" && value.is_object()) {
             for (const auto& [pk, pv] : value.as_object()) {
                 const std::string name(pk);
-                if (!printable(name, 200)) {
+                if (!settings::printable_name(name, 200)) {
                     error = "settings: properties: a property name must be printable";
                     return std::nullopt;
                 }

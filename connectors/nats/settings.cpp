@@ -1,52 +1,21 @@
 #include "nats/settings.hpp"
 
 #include "wopbridge/json_util.hpp"
-
-#include <charconv>
-#include <cstdio>
-#include <unistd.h>
+#include "wopbridge/settings_reader.hpp"
 
 namespace wopbridge::nats {
 
 namespace {
 
-using kind = json::flat_value::kind;
-
-bool as_integer(const json::flat_value& v, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
-    if (v.type != kind::number) {
-        return false;
-    }
-    std::int64_t n = 0;
-    auto [p, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), n);
-    if (ec != std::errc{} || p != v.text.data() + v.text.size() || n < lo || n > hi) {
-        return false;
-    }
-    out = n;
-    return true;
-}
-
-// Printable ASCII without spaces, so a name is safe in logs.
-bool printable(std::string_view s, std::size_t max = 200) {
-    if (s.empty() || s.size() > max) {
-        return false;
-    }
-    for (const char c : s) {
-        if (c <= ' ' || c > '~') {
-            return false;
-        }
-    }
-    return true;
-}
-
 // JetStream stream and durable names: no '.', '*', '>' (they are subject tokens), no path
 // separators (the server stores them as directories).
 bool valid_js_name(std::string_view s) {
-    return printable(s, 200) && s.find_first_of(".*>/\\") == std::string_view::npos;
+    return settings::printable_name(s, 200) && s.find_first_of(".*>/\\") == std::string_view::npos;
 }
 
 // A subject filter: dot-separated tokens, '*' and a final '>' wildcards.
 bool valid_subject(std::string_view s) {
-    if (!printable(s, 1000) || s.front() == '.' || s.back() == '.' ||
+    if (!settings::printable_name(s, 1000) || s.front() == '.' || s.back() == '.' ||
         s.find("..") != std::string_view::npos) {
         return false;
     }
@@ -54,127 +23,74 @@ bool valid_subject(std::string_view s) {
     return gt == std::string_view::npos || gt == s.size() - 1;
 }
 
-bool valid_urls(std::string_view list) {
-    if (list.empty() || list.size() > 4000) {
+bool valid_url(std::string_view item) {
+    const bool scheme = item.starts_with("nats://") || item.starts_with("tls://");
+    const auto rest = item.substr(item.find("://") + 3);
+    if (!scheme || rest.empty()) {
         return false;
     }
-    std::size_t start = 0;
-    for (;;) {
-        auto end = list.find(',', start);
-        auto item = list.substr(start, end == std::string_view::npos ? end : end - start);
-        while (!item.empty() && item.front() == ' ') {
-            item.remove_prefix(1);
-        }
-        while (!item.empty() && item.back() == ' ') {
-            item.remove_suffix(1);
-        }
-        const bool scheme = item.starts_with("nats://") || item.starts_with("tls://");
-        const auto rest = item.substr(item.find("://") + 3);
-        if (!scheme || rest.empty()) {
+    for (const char c : item) {
+        if (!settings::printable_char(c)) {
             return false;
         }
-        for (const char c : item) {
-            if (c <= ' ' || c > '~') {
-                return false;
-            }
-        }
-        if (end == std::string_view::npos) {
-            return true;
-        }
-        start = end + 1;
     }
+    return true;
+}
+
+bool valid_urls(std::string_view list) {
+    return settings::every_listed(list, 4000, valid_url);
 }
 
 } // namespace
 
 std::string default_client_name() {
-    char host[256] = {0};
-    if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
-        std::snprintf(host, sizeof host, "host");
-    }
-    std::string name = "wopbridge-" + std::string(host) + "-" + std::to_string(::getpid());
-    for (auto& c : name) {
-        if (c <= ' ' || c > '~') {
-            c = '_';
-        }
-    }
-    return name;
+    return settings::host_pid_name("wopbridge-", "host");
 }
 
 std::optional<connector_settings> parse_connector_settings(std::string_view text,
                                                            std::string& error) {
-    auto obj = json::parse_flat_object(text.empty() ? "{}" : text, &error);
-    if (!obj) {
-        error = "settings: " + error;
+    connector_settings s;
+    settings::reader in("settings");
+    // Secrets and paths are checked for shape only; their text never goes into an error.
+    in.text("url", s.url, valid_urls,
+            "url must be nats://host:port or tls://host:port (a comma-separated list for "
+            "several servers)")
+        .text("name", s.name, [](std::string_view v) { return settings::printable_name(v); })
+        .text("user", s.user, 1024)
+        .text("password", s.password, 4096)
+        .text("token", s.token, 4096)
+        .text("credsFile", s.creds_file)
+        .text("nkeySeedFile", s.nkey_seed_file)
+        .boolean("tls", s.tls)
+        .text("tlsCa", s.tls_ca)
+        .text("tlsCert", s.tls_cert)
+        .text("tlsKey", s.tls_key)
+        .integer("connectTimeoutMs", 10, 60000, s.connect_timeout_ms)
+        .integer("reconnectWaitMs", 10, 60000, s.reconnect_wait_ms)
+        .integer("fetchWaitMs", 10, 5000, s.fetch_wait_ms)
+        .integer("batchSize", 1, 1000, s.batch_size)
+        .integer("maxInFlight", 1, 10000, s.max_in_flight)
+        .integer("retryDelayMs", 10, 3'600'000, s.retry_delay_ms)
+        .integer("maxMessageBytes", 1, 64 * 1024 * 1024, s.max_message_bytes);
+    if (!in.read(text, error)) {
         return std::nullopt;
     }
-    connector_settings s;
-    for (const auto& [key, value] : *obj) {
-        std::int64_t n = 0;
-        const bool str = value.type == kind::string;
-        // Secrets and paths are checked for shape only; their text never goes into an error.
-        if (key == "url" && str) {
-            if (!valid_urls(value.text)) {
-                error = "settings: url must be nats://host:port or tls://host:port (a "
-                        "comma-separated list for several servers)";
-                return std::nullopt;
-            }
-            s.url = value.text;
-        } else if (key == "name" && str && printable(value.text)) {
-            s.name = value.text;
-        } else if (key == "user" && str && !value.text.empty() && value.text.size() <= 1024) {
-            s.user = value.text;
-        } else if (key == "password" && str && !value.text.empty() && value.text.size() <= 4096) {
-            s.password = value.text;
-        } else if (key == "token" && str && !value.text.empty() && value.text.size() <= 4096) {
-            s.token = value.text;
-        } else if (key == "credsFile" && str && !value.text.empty()) {
-            s.creds_file = value.text;
-        } else if (key == "nkeySeedFile" && str && !value.text.empty()) {
-            s.nkey_seed_file = value.text;
-        } else if (key == "tls" && value.type == kind::boolean) {
-            s.tls = value.text == "true";
-        } else if (key == "tlsCa" && str && !value.text.empty()) {
-            s.tls_ca = value.text;
-        } else if (key == "tlsCert" && str && !value.text.empty()) {
-            s.tls_cert = value.text;
-        } else if (key == "tlsKey" && str && !value.text.empty()) {
-            s.tls_key = value.text;
-        } else if (key == "connectTimeoutMs" && as_integer(value, 10, 60000, n)) {
-            s.connect_timeout_ms = n;
-        } else if (key == "reconnectWaitMs" && as_integer(value, 10, 60000, n)) {
-            s.reconnect_wait_ms = n;
-        } else if (key == "fetchWaitMs" && as_integer(value, 10, 5000, n)) {
-            s.fetch_wait_ms = n;
-        } else if (key == "batchSize" && as_integer(value, 1, 1000, n)) {
-            s.batch_size = static_cast<std::size_t>(n);
-        } else if (key == "maxInFlight" && as_integer(value, 1, 10000, n)) {
-            s.max_in_flight = static_cast<std::size_t>(n);
-        } else if (key == "retryDelayMs" && as_integer(value, 10, 3'600'000, n)) {
-            s.retry_delay_ms = n;
-        } else if (key == "maxMessageBytes" && as_integer(value, 1, 64 * 1024 * 1024, n)) {
-            s.max_message_bytes = static_cast<std::size_t>(n);
-        } else {
-            error = "settings: invalid or unknown key '" + key + "'";
-            return std::nullopt;
-        }
-    }
     if (s.url.empty()) {
-        error = "settings: url (nats://host:port) is required";
+        error = in.message("url (nats://host:port) is required");
         return std::nullopt;
     }
     const int ways = (s.user.empty() ? 0 : 1) + (s.token.empty() ? 0 : 1) +
                      (s.creds_file.empty() ? 0 : 1) + (s.nkey_seed_file.empty() ? 0 : 1);
     if (ways > 1) {
-        error = "settings: give one of user/password, token, credsFile or nkeySeedFile";
+        error = in.message("give one of user/password, token, credsFile or nkeySeedFile");
         return std::nullopt;
     }
     if (!s.password.empty() && s.user.empty()) {
-        error = "settings: password needs user";
+        error = in.message("password needs user");
         return std::nullopt;
     }
     if (s.tls_cert.empty() != s.tls_key.empty()) {
-        error = "settings: tlsCert and tlsKey go together";
+        error = in.message("tlsCert and tlsKey go together");
         return std::nullopt;
     }
     if (s.name.empty()) {
@@ -185,41 +101,31 @@ std::optional<connector_settings> parse_connector_settings(std::string_view text
 
 std::optional<subscription_settings> parse_subscription_settings(std::string_view text,
                                                                  std::string& error) {
-    auto obj = json::parse_flat_object(text.empty() ? "{}" : text, &error);
-    if (!obj) {
-        error = "subscription settings: " + error;
+    subscription_settings s;
+    settings::reader in("subscription settings");
+    in.text("stream", s.stream, valid_js_name)
+        .text("durable", s.durable, valid_js_name)
+        .text("filterSubject", s.filter_subject, valid_subject)
+        .choice("startFrom", s.from_beginning, {{"new", false}, {"beginning", true}})
+        .integer("ackWaitMs", 1000, 86'400'000, s.ack_wait_ms)
+        .integer("maxAckPending", 1, 1'000'000, s.max_ack_pending)
+        .custom("maxDeliver",
+                [&](const json::flat_value& value, std::string&) {
+                    // 0 would mean "never deliver"; -1 is unlimited.
+                    const auto n = settings::integer_in(value, -1, 1'000'000);
+                    if (!n || *n == 0) {
+                        return false;
+                    }
+                    s.max_deliver = *n;
+                    return true;
+                })
+        .boolean("createConsumer", s.create_consumer)
+        .text("keyHeader", s.key_header, [](std::string_view v) { return settings::printable_name(v); });
+    if (!in.read(text, error)) {
         return std::nullopt;
     }
-    subscription_settings s;
-    for (const auto& [key, value] : *obj) {
-        std::int64_t n = 0;
-        const bool str = value.type == kind::string;
-        if (key == "stream" && str && valid_js_name(value.text)) {
-            s.stream = value.text;
-        } else if (key == "durable" && str && valid_js_name(value.text)) {
-            s.durable = value.text;
-        } else if (key == "filterSubject" && str && valid_subject(value.text)) {
-            s.filter_subject = value.text;
-        } else if (key == "startFrom" && str &&
-                   (value.text == "new" || value.text == "beginning")) {
-            s.from_beginning = value.text == "beginning";
-        } else if (key == "ackWaitMs" && as_integer(value, 1000, 86'400'000, n)) {
-            s.ack_wait_ms = n;
-        } else if (key == "maxAckPending" && as_integer(value, 1, 1'000'000, n)) {
-            s.max_ack_pending = n;
-        } else if (key == "maxDeliver" && as_integer(value, -1, 1'000'000, n) && n != 0) {
-            s.max_deliver = n;
-        } else if (key == "createConsumer" && value.type == kind::boolean) {
-            s.create_consumer = value.text == "true";
-        } else if (key == "keyHeader" && str && printable(value.text)) {
-            s.key_header = value.text;
-        } else {
-            error = "subscription settings: invalid or unknown key '" + key + "'";
-            return std::nullopt;
-        }
-    }
     if (s.stream.empty()) {
-        error = "subscription settings: stream is required";
+        error = in.message("stream is required");
         return std::nullopt;
     }
     return s;

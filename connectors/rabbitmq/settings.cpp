@@ -1,49 +1,20 @@
 #include "rabbitmq/settings.hpp"
 
 #include "wopbridge/json_util.hpp"
+#include "wopbridge/settings_reader.hpp"
 
 #include <amqp.h>
 
-#include <charconv>
-#include <cstdio>
-#include <unistd.h>
 #include <vector>
 
 namespace wopbridge::rabbitmq {
 
 namespace {
 
-using kind = json::flat_value::kind;
-
-bool as_integer(const json::flat_value& v, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
-    if (v.type != kind::number) {
-        return false;
-    }
-    std::int64_t n = 0;
-    auto [p, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), n);
-    if (ec != std::errc{} || p != v.text.data() + v.text.size() || n < lo || n > hi) {
-        return false;
-    }
-    out = n;
-    return true;
-}
-
-// Printable ASCII without spaces, so a name is safe in logs.
-bool printable(std::string_view s, std::size_t max = 200) {
-    if (s.empty() || s.size() > max) {
-        return false;
-    }
-    for (const char c : s) {
-        if (c <= ' ' || c > '~') {
-            return false;
-        }
-    }
-    return true;
-}
-
-// An AMQP queue name is a shortstr (at most 255 bytes); here also printable, for logs.
+// An AMQP queue name (and a consumer tag) is a shortstr (at most 255 bytes); here also
+// printable, for logs.
 bool valid_queue(std::string_view s) {
-    return printable(s, 255);
+    return settings::printable_name(s, 255);
 }
 
 // amqp[s]://[user[:pass]@]host[:port][/vhost], parsed by rabbitmq-c itself (percent-decoding
@@ -53,7 +24,7 @@ bool parse_url(const std::string& url, connector_settings& s) {
         return false;
     }
     for (const char c : url) {
-        if (c <= ' ' || c > '~') {
+        if (!settings::printable_char(c)) {
             return false;
         }
     }
@@ -78,17 +49,7 @@ bool parse_url(const std::string& url, connector_settings& s) {
 } // namespace
 
 std::string default_client_name() {
-    char host[256] = {0};
-    if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
-        std::snprintf(host, sizeof host, "host");
-    }
-    std::string name = "wopbridge-" + std::string(host) + "-" + std::to_string(::getpid());
-    for (auto& c : name) {
-        if (c <= ' ' || c > '~') {
-            c = '_';
-        }
-    }
-    return name;
+    return settings::host_pid_name("wopbridge-", "host");
 }
 
 std::string redacted_url(const connector_settings& s) {
@@ -99,67 +60,39 @@ std::string redacted_url(const connector_settings& s) {
 
 std::optional<connector_settings> parse_connector_settings(std::string_view text,
                                                            std::string& error) {
-    auto obj = json::parse_flat_object(text.empty() ? "{}" : text, &error);
-    if (!obj) {
-        error = "settings: " + error;
-        return std::nullopt;
-    }
     connector_settings s;
     std::optional<std::string> user;
     std::optional<std::string> password;
     bool tls_flag = false;
-    for (const auto& [key, value] : *obj) {
-        std::int64_t n = 0;
-        const bool str = value.type == kind::string;
-        // Secrets and paths are checked for shape only; their text never goes into an error.
-        if (key == "url" && str) {
-            if (!parse_url(value.text, s)) {
-                error = "settings: url must be amqp://[user:password@]host[:port][/vhost] or "
-                        "amqps://... (vhost percent-encoded, e.g. %2F for '/')";
-                return std::nullopt;
-            }
-            s.url = value.text;
-        } else if (key == "name" && str && printable(value.text)) {
-            s.name = value.text;
-        } else if (key == "user" && str && !value.text.empty() && value.text.size() <= 1024) {
-            user = value.text;
-        } else if (key == "password" && str && !value.text.empty() && value.text.size() <= 4096) {
-            password = value.text;
-        } else if (key == "tls" && value.type == kind::boolean) {
-            tls_flag = value.text == "true";
-        } else if (key == "tlsCa" && str && !value.text.empty()) {
-            s.tls_ca = value.text;
-        } else if (key == "tlsCert" && str && !value.text.empty()) {
-            s.tls_cert = value.text;
-        } else if (key == "tlsKey" && str && !value.text.empty()) {
-            s.tls_key = value.text;
-        } else if (key == "tlsVerifyPeer" && value.type == kind::boolean) {
-            s.tls_verify_peer = value.text == "true";
-        } else if (key == "tlsVerifyHostname" && value.type == kind::boolean) {
-            s.tls_verify_hostname = value.text == "true";
-        } else if (key == "connectTimeoutMs" && as_integer(value, 10, 60000, n)) {
-            s.connect_timeout_ms = n;
-        } else if (key == "reconnectWaitMs" && as_integer(value, 10, 60000, n)) {
-            s.reconnect_wait_ms = n;
-        } else if (key == "heartbeatSeconds" && as_integer(value, 0, 600, n)) {
-            s.heartbeat_seconds = static_cast<int>(n);
-        } else if (key == "prefetch" && as_integer(value, 1, 10000, n)) {
-            s.prefetch = static_cast<std::size_t>(n);
-        } else if (key == "retryDelayMs" && as_integer(value, 10, 3'600'000, n)) {
-            s.retry_delay_ms = n;
-        } else if (key == "maxMessageBytes" && as_integer(value, 1, 64 * 1024 * 1024, n)) {
-            s.max_message_bytes = static_cast<std::size_t>(n);
-        } else {
-            error = "settings: invalid or unknown key '" + key + "'";
-            return std::nullopt;
-        }
+    settings::reader in("settings");
+    // Secrets and paths are checked for shape only; their text never goes into an error.
+    in.text("url", s.url, [&s](std::string_view url) { return parse_url(std::string(url), s); },
+            "url must be amqp://[user:password@]host[:port][/vhost] or amqps://... (vhost "
+            "percent-encoded, e.g. %2F for '/')")
+        .text("name", s.name, [](std::string_view v) { return settings::printable_name(v); })
+        .text("user", user, 1024)
+        .text("password", password, 4096)
+        .boolean("tls", tls_flag)
+        .text("tlsCa", s.tls_ca)
+        .text("tlsCert", s.tls_cert)
+        .text("tlsKey", s.tls_key)
+        .boolean("tlsVerifyPeer", s.tls_verify_peer)
+        .boolean("tlsVerifyHostname", s.tls_verify_hostname)
+        .integer("connectTimeoutMs", 10, 60000, s.connect_timeout_ms)
+        .integer("reconnectWaitMs", 10, 60000, s.reconnect_wait_ms)
+        .integer("heartbeatSeconds", 0, 600, s.heartbeat_seconds)
+        .integer("prefetch", 1, 10000, s.prefetch)
+        .integer("retryDelayMs", 10, 3'600'000, s.retry_delay_ms)
+        .integer("maxMessageBytes", 1, 64 * 1024 * 1024, s.max_message_bytes);
+    if (!in.read(text, error)) {
+        return std::nullopt;
     }
     if (s.url.empty()) {
-        error = "settings: url (amqp://host:port/vhost) is required";
+        error = in.message("url (amqp://host:port/vhost) is required");
         return std::nullopt;
     }
     if (password && !user) {
-        error = "settings: password needs user";
+        error = in.message("password needs user");
         return std::nullopt;
     }
     if (user) {
@@ -167,12 +100,12 @@ std::optional<connector_settings> parse_connector_settings(std::string_view text
         s.password = password.value_or("");
     }
     if (s.tls_cert.empty() != s.tls_key.empty()) {
-        error = "settings: tlsCert and tlsKey go together";
+        error = in.message("tlsCert and tlsKey go together");
         return std::nullopt;
     }
     const bool tls_files = !s.tls_ca.empty() || !s.tls_cert.empty();
     if (!s.tls && tls_files && !tls_flag) {
-        error = "settings: tlsCa/tlsCert need an amqps:// url or tls: true";
+        error = in.message("tlsCa/tlsCert need an amqps:// url or tls: true");
         return std::nullopt;
     }
     // tls: true with an amqp:// url speaks TLS on the url's port (amqps:// defaults to 5671).
@@ -185,29 +118,18 @@ std::optional<connector_settings> parse_connector_settings(std::string_view text
 
 std::optional<subscription_settings> parse_subscription_settings(std::string_view text,
                                                                  std::string& error) {
-    auto obj = json::parse_flat_object(text.empty() ? "{}" : text, &error);
-    if (!obj) {
-        error = "subscription settings: " + error;
+    subscription_settings s;
+    settings::reader in("subscription settings");
+    in.text("queue", s.queue, valid_queue)
+        .text("consumerTag", s.consumer_tag, valid_queue)
+        .choice("withoutMessageId", s.without_message_id,
+                {{"reject", missing_id_policy::reject},
+                 {"contentHash", missing_id_policy::content_hash}});
+    if (!in.read(text, error)) {
         return std::nullopt;
     }
-    subscription_settings s;
-    for (const auto& [key, value] : *obj) {
-        const bool str = value.type == kind::string;
-        if (key == "queue" && str && valid_queue(value.text)) {
-            s.queue = value.text;
-        } else if (key == "consumerTag" && str && printable(value.text, 255)) {
-            s.consumer_tag = value.text;
-        } else if (key == "withoutMessageId" && str &&
-                   (value.text == "reject" || value.text == "contentHash")) {
-            s.without_message_id = value.text == "reject" ? missing_id_policy::reject
-                                                          : missing_id_policy::content_hash;
-        } else {
-            error = "subscription settings: invalid or unknown key '" + key + "'";
-            return std::nullopt;
-        }
-    }
     if (s.queue.empty()) {
-        error = "subscription settings: queue is required";
+        error = in.message("queue is required");
         return std::nullopt;
     }
     return s;
