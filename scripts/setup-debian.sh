@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libboost1.81-dev libboost-json1.81-dev libboost-system1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev libnats-dev libhiredis-dev
-  librdkafka-dev librabbitmq-dev libcctz-dev
+  librdkafka-dev librabbitmq-dev libcctz-dev libpcre2-dev
   libgtest-dev libgmock-dev json-schema-test-suite
   python3 curl openssl sqlite3 procps
 )
@@ -15,6 +15,7 @@ packages=(
 # libhiredis-dev (hiredis 0.14.1) builds the queue connector; Redis itself is the `redis` group.
 # librdkafka-dev (2.0.2) builds the kafka connector; its tests and example use librdkafka's own mock
 # cluster (Debian ships no Kafka broker), so there is no kafka group. libcctz-dev reads time zones.
+# libpcre2-dev (10.42) runs JSON Schema `pattern`s.
 # librabbitmq-dev (rabbitmq-c 0.11) builds the rabbitmq connector; the broker is the `rabbitmq` group.
 # Extra groups, requested by name: postgres, redis, nats, rabbitmq, browser, fuzz, bench.
 for group in "$@"; do

@@ -9,7 +9,7 @@
 // Supported: type, enum, const, properties, required, additionalProperties, patternProperties,
 // propertyNames, minProperties, maxProperties, dependentRequired, dependentSchemas, items (2020-12
 // meaning), prefixItems, minItems, maxItems, uniqueItems, contains/minContains/maxContains,
-// minLength/maxLength (Unicode code points), pattern (std::regex ECMAScript, unanchored),
+// minLength/maxLength (Unicode code points), pattern (PCRE2 in UTF mode, unanchored),
 // minimum/maximum/exclusiveMinimum/exclusiveMaximum, multipleOf, allOf/anyOf/oneOf/not,
 // if/then/else, $ref/$defs (local and cross-document; JSON Pointer and $anchor fragments),
 // $id (also embedded), boolean schemas, and `format` as an assertion for date-time (RFC 3339),
@@ -68,9 +68,10 @@ struct schema_limits {
     int max_depth = 256;                    // nested subschema evaluations ($ref cycles end here)
     std::size_t max_evaluations = 1'000'000; // subschema evaluations per validate() call
     std::size_t max_pattern_length = 4096;  // longer `pattern`s are a bad_schema
-    std::size_t max_pattern_subject = 8192; // std::regex recurses per character: longer strings
-                                            // are not matched and yield a `limit` error (so do
-                                            // subject x pattern sizes beyond ~1M; see .cpp)
+    std::size_t max_pattern_subject = 8192; // longer strings are not matched and yield a
+                                            // `limit` error (so do subject x pattern sizes beyond
+                                            // ~1M, and matches past PCRE2's backtracking limit;
+                                            // see json_schema_pattern.cpp)
 };
 
 // Holds schema documents by `$id` and by name and validates instances against them.

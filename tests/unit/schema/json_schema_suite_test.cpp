@@ -47,7 +47,7 @@ const char* const keyword_files[] = {
     //       dependentRequired/dependentSchemas, each covered by hand-written tests)
     //   definitions.json - needs the draft7 meta-schema (a remote document)
     //   (refRemote.json runs in its own test below, with the suite's remotes/ preloaded)
-    //   optional/ecmascript-regex.json - std::regex is ECMAScript 3, not ECMA-262 2018+ Unicode
+    //   optional/ecmascript-regex.json - PCRE2 is not ECMA-262 2018+ Unicode in every detail
     //   optional/content.json, other formats - annotations we do not assert
     //   dynamicRef, unevaluated*, vocabulary, id/anchor-in-meta tests - not implemented
 };

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 
@@ -147,6 +148,28 @@ TEST_F(JsonSchemaTest, DeepRegexRecursionRunsOnABigStack) {
     auto pp = json::parse(R"({"patternProperties":{"^((((((((((a))))))))))*$":{"type":"integer"}},
                               "additionalProperties":false})");
     EXPECT_TRUE(validate_against(inst, pp).empty());
+}
+
+TEST_F(JsonSchemaTest, CatastrophicBacktrackingStopsAtTheMatchLimit) {
+    // Exponential for a backtracking engine without a limit: must end soon with a `limit` error.
+    const char* s = R"({"pattern":"^(a+)+$"})";
+    std::string subject = "\"" + std::string(4000, 'a') + "b\"";
+    auto started = std::chrono::steady_clock::now();
+    auto errors = check(s, subject);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+    ASSERT_EQ(errors.size(), 1u) << format_errors(errors);
+    EXPECT_EQ(errors[0].kind, schema_error_kind::limit);
+    EXPECT_EQ(errors[0].message, "pattern matching stopped at the regex engine's backtracking limit");
+    // A key of the same shape under patternProperties reports the same limit.
+    auto pp = json::parse(R"({"patternProperties":{"^(a+)+$":true}})");
+    errors = validate_against(json::object{{std::string(4000, 'a') + "b", 1}}, pp);
+    EXPECT_TRUE(has_kind(errors, schema_error_kind::limit));
+}
+
+TEST_F(JsonSchemaTest, PatternsMatchCodePointsAndEcmaScriptEscapes) {
+    EXPECT_TRUE(valid(R"({"pattern":"^.$"})", "\"\xc3\xa9\"")); // one code point, two bytes
+    EXPECT_TRUE(valid(R"({"pattern":"^caf\\u00e9$"})", "\"caf\xc3\xa9\""));
+    EXPECT_FALSE(valid(R"({"pattern":"^a$"})", R"("a\n")")); // `$` is the end, not a last newline
 }
 
 TEST_F(JsonSchemaTest, NumericBoundsAndMultipleOf) {
