@@ -61,7 +61,8 @@ std::string format_errors(const std::vector<validation_error>& errors) {
 // ---- the registry -------------------------------------------------------------------------------
 
 // Registers embedded $id resources and $anchors below `node`.
-void schema_registry::impl::walk(const json::value& node, const std::string& outer_base, int depth) {
+void schema_registry::impl::walk(const json::value& node, const std::string& outer_base,
+                                  int depth) {
     if (depth > max_walk_depth) {
         return;
     }
@@ -97,8 +98,9 @@ void schema_registry::impl::walk(const json::value& node, const std::string& out
 
 // Resolves an absolute URI with optional fragment to a schema location.
 // Returns nullopt with `why` set; `unresolved` tells a missing document from a bad fragment.
-std::optional<location> schema_registry::impl::lookup(const std::unordered_map<std::string, location>& map,
-                               std::string_view uri, std::string& why, bool& unresolved) const {
+std::optional<location>
+schema_registry::impl::lookup(const std::unordered_map<std::string, location>& map,
+                              std::string_view uri, std::string& why, bool& unresolved) const {
     auto [doc, fragment_raw] = split_fragment(uri);
     auto it = map.find(doc);
     if (it == map.end()) {

@@ -7,19 +7,9 @@
 namespace wopbridge::schema_detail {
 
 bool evaluator::array_keyword(const json::array& arr, const json::object& s, std::string_view k,
-                   const json::value& v, const std::string& base, int depth) {
+                              const json::value& v, const std::string& base, int depth) {
     if (k == "minItems" || k == "maxItems") {
-        auto n = non_negative_int(v);
-        if (!n) {
-            return bad(std::string(k) + " must be a non-negative integer");
-        }
-        bool ok = k == "minItems" ? arr.size() >= *n : arr.size() <= *n;
-        if (!ok) {
-            report(schema_error_kind::invalid, "array has " + std::to_string(arr.size()) +
-                                                   " items, violating " + std::string(k) + " " +
-                                                   std::to_string(*n));
-        }
-        return ok;
+        return count_keyword(k, v, k == "minItems", arr.size(), "array", "items");
     }
     if (k == "uniqueItems") {
         if (!v.is_bool()) {
@@ -112,23 +102,17 @@ bool evaluator::array_keyword(const json::array& arr, const json::object& s, std
 }
 
 bool evaluator::object_keyword(const json::object& obj, const json::object& s, std::string_view k,
-                    const json::value& v, const std::string& base, int depth) {
+                               const json::value& v, const std::string& base, int depth) {
     if (k == "required") {
         if (!v.is_array()) {
             return bad("required must be an array of strings");
         }
-        bool ok = true;
-        for (const auto& name : v.get_array()) {
-            if (!name.is_string()) {
-                return bad("required must be an array of strings");
-            }
-            if (!obj.contains(name.get_string())) {
-                report(schema_error_kind::invalid,
-                       "missing required property '" + std::string(name.get_string()) + "'");
-                ok = false;
-            }
-        }
-        return ok;
+        auto all_present =
+            require_names(obj, v.get_array(), "required must be an array of strings",
+                          [](std::string_view name) {
+                              return "missing required property '" + std::string(name) + "'";
+                          });
+        return all_present.value_or(false);
     }
     if (k == "properties") {
         if (!v.is_object()) {
@@ -218,17 +202,7 @@ bool evaluator::object_keyword(const json::object& obj, const json::object& s, s
         return ok;
     }
     if (k == "minProperties" || k == "maxProperties") {
-        auto n = non_negative_int(v);
-        if (!n) {
-            return bad(std::string(k) + " must be a non-negative integer");
-        }
-        bool ok = k == "minProperties" ? obj.size() >= *n : obj.size() <= *n;
-        if (!ok) {
-            report(schema_error_kind::invalid, "object has " + std::to_string(obj.size()) +
-                                                   " properties, violating " + std::string(k) +
-                                                   " " + std::to_string(*n));
-        }
-        return ok;
+        return count_keyword(k, v, k == "minProperties", obj.size(), "object", "properties");
     }
     if (k == "dependentRequired") {
         if (!v.is_object()) {
@@ -242,17 +216,16 @@ bool evaluator::object_keyword(const json::object& obj, const json::object& s, s
             if (!obj.contains(d.key())) {
                 continue;
             }
-            for (const auto& name : d.value().get_array()) {
-                if (!name.is_string()) {
-                    return bad("dependentRequired values must be arrays of strings");
-                }
-                if (!obj.contains(name.get_string())) {
-                    report(schema_error_kind::invalid,
-                           "property '" + std::string(name.get_string()) +
-                               "' is required when '" + std::string(d.key()) + "' is present");
-                    ok = false;
-                }
+            auto all_present = require_names(
+                obj, d.value().get_array(), "dependentRequired values must be arrays of strings",
+                [&d](std::string_view name) {
+                    return "property '" + std::string(name) + "' is required when '" +
+                           std::string(d.key()) + "' is present";
+                });
+            if (!all_present) {
+                return false;
             }
+            ok = *all_present && ok;
         }
         return ok;
     }
@@ -271,6 +244,40 @@ bool evaluator::object_keyword(const json::object& obj, const json::object& s, s
         return ok;
     }
     return true;
+}
+
+bool evaluator::count_keyword(std::string_view k, const json::value& v, bool is_min,
+                              std::size_t count, std::string_view container,
+                              std::string_view unit) {
+    auto n = non_negative_int(v);
+    if (!n) {
+        return bad(std::string(k) + " must be a non-negative integer");
+    }
+    bool ok = is_min ? count >= *n : count <= *n;
+    if (!ok) {
+        report(schema_error_kind::invalid, std::string(container) + " has " +
+                                               std::to_string(count) + " " + std::string(unit) +
+                                               ", violating " + std::string(k) + " " +
+                                               std::to_string(*n));
+    }
+    return ok;
+}
+
+std::optional<bool> evaluator::require_names(
+    const json::object& obj, const json::array& names, std::string_view bad_message,
+    const std::function<std::string(std::string_view)>& missing_message) {
+    bool ok = true;
+    for (const auto& name : names) {
+        if (!name.is_string()) {
+            bad(std::string(bad_message));
+            return std::nullopt;
+        }
+        if (!obj.contains(name.get_string())) {
+            report(schema_error_kind::invalid, missing_message(name.get_string()));
+            ok = false;
+        }
+    }
+    return ok;
 }
 
 } // namespace wopbridge::schema_detail

@@ -74,8 +74,8 @@ void evaluator::keep_hard_errors(std::vector<validation_error>& branch, bool* ha
     }
 }
 
-bool evaluator::probe(const json::value& inst, const json::value& sub, const std::string& base, int depth,
-           std::vector<validation_error>& errors) {
+bool evaluator::probe(const json::value& inst, const json::value& sub, const std::string& base,
+                      int depth, std::vector<validation_error>& errors) {
     auto* saved = out_;
     out_ = &errors;
     bool ok = eval(inst, location{&sub, base}, depth + 1);
@@ -84,7 +84,7 @@ bool evaluator::probe(const json::value& inst, const json::value& sub, const std
 }
 
 bool evaluator::sub(const json::value& inst, const json::value& schema, const std::string& base,
-         int depth) {
+                    int depth) {
     return eval(inst, location{&schema, base}, depth + 1);
 }
 
@@ -94,7 +94,7 @@ bool evaluator::bad(std::string message) {
 }
 
 bool evaluator::keyword(const json::value& inst, const json::object& s, std::string_view k,
-             const json::value& v, const std::string& base, int depth) {
+                        const json::value& v, const std::string& base, int depth) {
     path_mark kw(schema_path_, k);
     if (k == "$ref") {
         return ref(inst, v, base, depth);
@@ -156,7 +156,8 @@ bool evaluator::keyword(const json::value& inst, const json::object& s, std::str
     return true;
 }
 
-bool evaluator::ref(const json::value& inst, const json::value& v, const std::string& base, int depth) {
+bool evaluator::ref(const json::value& inst, const json::value& v, const std::string& base,
+                    int depth) {
     if (!v.is_string()) {
         return bad("$ref must be a string");
     }
@@ -256,7 +257,7 @@ std::string evaluator::kind_name(const json::value& inst) {
 }
 
 bool evaluator::combinator(const json::value& inst, std::string_view k, const json::value& v,
-                const std::string& base, int depth) {
+                           const std::string& base, int depth) {
     if (!v.is_array() || v.get_array().empty()) {
         return bad(std::string(k) + " must be a non-empty array of schemas");
     }
@@ -309,7 +310,7 @@ bool evaluator::combinator(const json::value& inst, std::string_view k, const js
 }
 
 bool evaluator::conditional(const json::value& inst, const json::object& s, const json::value& v,
-                 const std::string& base, int depth) {
+                            const std::string& base, int depth) {
     std::vector<validation_error> branch;
     bool cond = probe(inst, v, base, depth, branch);
     keep_hard_errors(branch);

@@ -11,6 +11,7 @@
 #include <boost/json/value.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -146,6 +147,16 @@ private:
                        const json::value& v, const std::string& base, int depth);
     bool object_keyword(const json::object& obj, const json::object& s, std::string_view k,
                         const json::value& v, const std::string& base, int depth);
+    // minItems/maxItems, minProperties/maxProperties: `count` (of `unit`s in the `container`)
+    // against the keyword's bound.
+    bool count_keyword(std::string_view k, const json::value& v, bool is_min, std::size_t count,
+                       std::string_view container, std::string_view unit);
+    // For required and dependentRequired: reports each of `names` missing from `obj`. nullopt
+    // when a name is not a string (reported as `bad_message`; the keyword stops there), else
+    // whether every name was present.
+    std::optional<bool> require_names(
+        const json::object& obj, const json::array& names, std::string_view bad_message,
+        const std::function<std::string(std::string_view)>& missing_message);
 
     const schema_registry::impl& reg_;
     std::vector<validation_error>* out_;
