@@ -1,7 +1,7 @@
 #pragma once
 // The Beast HTTP/1.1 server of `wopbridge serve`: acceptor, keep-alive sessions, TLS, timeouts,
 // body limits, streamed responses, graceful stop. The only header of the HTTP layer that names the
-// server; Asio/Beast stay inside server.cpp.
+// server; Asio/Beast stay inside server*.cpp and their internal headers.
 //
 // Use:
 //   http::server srv(opts);
