@@ -74,6 +74,20 @@ protected:
         EXPECT_EQ(first_line(served.stdout_text), check_line);
     }
 
+    // A config with module hello's instance hello-1 and `subscriptions` (its list items).
+    std::string write_hello_config(const std::string& subscriptions) {
+        const std::string path = dir_.file("wopbridge.yaml");
+        std::ofstream(path) << "server: {listen: \"127.0.0.1:0\"}\n"
+                               "store: {sqlite: {path: bridge.db}}\n"
+                               "hostKeyFile: host.key\n"
+                               "runs: {local: {workflows: [{id: wf}]}}\n"
+                               "connectors:\n"
+                               "  - {name: hello-1, module: hello}\n"
+                               "subscriptions:\n"
+                            << subscriptions;
+        return path;
+    }
+
     // Serves `config` once and stops it, leaving a store bound to its host key.
     void serve_once(const std::string& config) {
         serve_process p;
@@ -237,23 +251,40 @@ TEST_F(RefusedConfigsTest, ConnectorSettingsOutsideTheModulesSchemaAreRefusedThe
                                "connectors:\n"
                                "  - {name: hello-1, module: hello, settings: {greting: hi}}",
                                sqlite_line);
-    expect_both_refuse(config, ": connectors: settings of connector instance 'hello-1' do not "
+    // At the key the schema does not declare, with the fix.
+    expect_both_refuse(config, ":8:47: connectors: settings of connector instance 'hello-1' do not "
                                "match module hello's config schema: /greting");
+    expect_both_refuse(config, "; fix: remove connectors[0].settings.greting (module hello's "
+                               "schema does not declare it)");
 }
 
 TEST_F(RefusedConfigsTest, SubscriptionSettingsOutsideTheModulesSchemaAreRefusedTheSameWay) {
-    const std::string path = dir_.file("wopbridge.yaml");
-    std::ofstream(path) << "server: {listen: \"127.0.0.1:0\"}\n"
-                           "store: {sqlite: {path: bridge.db}}\n"
-                           "hostKeyFile: host.key\n"
-                           "runs: {local: {workflows: [{id: wf}]}}\n"
-                           "connectors:\n"
-                           "  - {name: hello-1, module: hello}\n"
-                           "subscriptions:\n"
-                           "  - {id: demo, source: webhook, connector: hello-1, workflowId: wf, "
-                           "settings: {secret: short}}\n";
-    expect_both_refuse(path, ":8:5: subscriptions: settings of subscription demo do not match "
+    const std::string path =
+        write_hello_config("  - {id: demo, source: webhook, connector: hello-1, workflowId: wf, "
+                           "settings: {secret: short}}\n");
+    // At the offending value (no longer at its subscription's entry), with the fix.
+    expect_both_refuse(path, ":8:88: subscriptions: settings of subscription demo do not match "
                              "module hello's subscription schema: /secret");
+    expect_both_refuse(path, "; fix: change subscriptions[0].settings.secret to a value module "
+                             "hello's schema allows");
+}
+
+TEST_F(RefusedConfigsTest, SettingsOutsideTheSchemaAreRefusedAtTheirLineWithoutTheirValue) {
+    const std::string canary = "canary-15-chars"; // one short of the schema's minLength
+    const std::string path =
+        write_hello_config("  - {id: fine, source: webhook, connector: hello-1, workflowId: wf}\n"
+                           "  - id: demo\n"
+                           "    source: webhook\n"
+                           "    connector: hello-1\n"
+                           "    workflowId: wf\n"
+                           "    settings:\n"
+                           "      secret: \"" +
+                           canary + "\"\n");
+    expect_both_refuse(path, ":14:15: subscriptions: settings of subscription demo do not match "
+                             "module hello's subscription schema: /secret: ");
+    expect_both_refuse(path, "fix: change subscriptions[1].settings.secret to a value");
+    auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", path}, 30, {}, true);
+    EXPECT_EQ(checked.stdout_text.find(canary), std::string::npos) << checked.stdout_text;
 }
 
 TEST_F(RefusedConfigsTest, ASyntaxErrorIsRefusedTheSameWay) {

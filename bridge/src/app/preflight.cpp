@@ -17,6 +17,62 @@ config_error at_host_key(const config& c, std::string message) {
     return {c.file, c.host_key_file_line, c.host_key_file_column, key + ": " + std::move(message)};
 }
 
+// "/a/0/b~1c" under "connectors[0].settings" -> "connectors[0].settings.a[0].b/c".
+std::string settings_key_path(const std::string& settings_path, const std::string& pointer) {
+    std::string out = settings_path;
+    std::size_t at = 0;
+    while (at < pointer.size()) {
+        const std::size_t end = std::min(pointer.find('/', at + 1), pointer.size());
+        std::string token;
+        for (std::size_t i = at + 1; i < end; ++i) {
+            const bool escape = pointer[i] == '~' && i + 1 < end;
+            token += escape ? (pointer[++i] == '1' ? '/' : '~') : pointer[i];
+        }
+        const bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+        out += index ? "[" + token + "]" : "." + token;
+        at = end;
+    }
+    return out;
+}
+
+// Where the offending value was written (its key, for a key the schema does not declare), else
+// its nearest ancestor's place.
+source_position settings_value_position(const settings_positions& at, std::string pointer,
+                                        bool key) {
+    for (;;) {
+        if (auto it = at.find(pointer); it != at.end()) {
+            if (key && it->second.key.line > 0) {
+                return it->second.key;
+            }
+            if (it->second.value.line > 0) {
+                return it->second.value;
+            }
+        }
+        if (pointer.empty()) {
+            return {};
+        }
+        pointer.resize(pointer.rfind('/'));
+    }
+}
+
+// A schema refusal at the value's place, with the fix; the value itself is never quoted (it may
+// be a secret).
+config_error settings_refusal(const config& c, const std::string& section,
+                              const settings_positions& at, const std::string& settings_path,
+                              const settings_violation& v, const std::string& module,
+                              std::string message) {
+    const std::string key = settings_key_path(settings_path, v.instance_path);
+    if (v.keyword == "additionalProperties") {
+        message += "; fix: remove " + key + " (module " + module + "'s schema does not declare it)";
+    } else if (v.keyword == "required") {
+        message += "; fix: add the missing setting under " + key;
+    } else {
+        message += "; fix: change " + key + " to a value module " + module + "'s schema allows";
+    }
+    const auto pos = settings_value_position(at, v.instance_path, v.keyword == "additionalProperties");
+    return {c.file, pos.line, pos.column, section + ": " + message};
+}
+
 } // namespace
 
 std::string store_display_name(const config& c) {
@@ -80,7 +136,8 @@ std::optional<config_error> check_host_key_against_store(const config& c, store&
 void check_connectors(const config& c, const std::vector<std::string>& module_dirs,
                       std::vector<config_error>& problems) {
     std::map<std::string, settings_schemas> schemas;
-    for (const auto& cc : c.connectors) {
+    for (std::size_t i = 0; i < c.connectors.size(); ++i) {
+        const auto& cc = c.connectors[i];
         auto m = load_module(cc.module, module_dirs);
         if (!m) {
             problems.push_back({c.file, 0, 0, "connectors: " + cc.name + ": " + m.error().message});
@@ -92,8 +149,11 @@ void check_connectors(const config& c, const std::vector<std::string>& module_di
             continue;
         }
         const std::string settings = cc.settings_json.empty() ? "{}" : cc.settings_json;
-        if (auto r = s->check_config(settings, cc.name); !r) {
-            problems.push_back({c.file, 0, 0, "connectors: " + r.error().message});
+        settings_violation where;
+        if (auto r = s->check_config(settings, cc.name, &where); !r) {
+            problems.push_back(settings_refusal(c, "connectors", cc.settings_at,
+                                                "connectors[" + std::to_string(i) + "].settings",
+                                                where, s->module_name(), r.error().message));
             continue;
         }
         if (auto r = m->validate(settings); !r) {
@@ -102,15 +162,20 @@ void check_connectors(const config& c, const std::vector<std::string>& module_di
         }
         schemas.emplace(cc.name, std::move(*s));
     }
-    for (const auto& sc : c.subscriptions) {
+    for (std::size_t i = 0; i < c.subscriptions.size(); ++i) {
+        const auto& sc = c.subscriptions[i];
         auto it = schemas.find(sc.connector);
         if (sc.connector.empty() || it == schemas.end()) {
             continue;
         }
+        settings_violation where;
         if (auto r = it->second.check_subscription(sc.settings_json.empty() ? "{}" : sc.settings_json,
-                                                   sc.id);
+                                                   sc.id, &where);
             !r) {
-            problems.push_back({c.file, sc.line, sc.column, "subscriptions: " + r.error().message});
+            problems.push_back(settings_refusal(c, "subscriptions", sc.settings_at,
+                                                "subscriptions[" + std::to_string(i) + "].settings",
+                                                where, it->second.module_name(),
+                                                r.error().message));
         }
     }
 }

@@ -339,7 +339,11 @@ public:
     }
 
     // YAML -> JSON for connector settings; string scalars get ${VAR} and file: resolution.
-    std::optional<boost::json::value> to_json(const YAML::Node& n, const std::string& path) {
+    std::optional<boost::json::value> to_json(const YAML::Node& n, const std::string& path,
+                                              const std::string& pointer = {}) {
+        if (positions_ != nullptr) {
+            (*positions_)[pointer].value = position_of(n.Mark());
+        }
         switch (n.Type()) {
         case YAML::NodeType::Null:
         case YAML::NodeType::Undefined:
@@ -347,7 +351,8 @@ public:
         case YAML::NodeType::Sequence: {
             boost::json::array a;
             for (std::size_t i = 0; i < n.size(); ++i) {
-                auto v = to_json(n[i], path + "[" + std::to_string(i) + "]");
+                auto v = to_json(n[i], path + "[" + std::to_string(i) + "]",
+                                 pointer + "/" + std::to_string(i));
                 if (!v) {
                     return std::nullopt;
                 }
@@ -370,7 +375,11 @@ public:
                     ok = false;
                     continue;
                 }
-                auto v = to_json(it->second, join(path, it->first.Scalar()));
+                const std::string member = pointer + "/" + pointer_token(it->first.Scalar());
+                if (positions_ != nullptr) {
+                    (*positions_)[member].key = position_of(it->first.Mark());
+                }
+                auto v = to_json(it->second, join(path, it->first.Scalar()), member);
                 if (!v) {
                     ok = false;
                     continue;
@@ -415,19 +424,40 @@ public:
         return boost::json::value(*v);
     }
 
-    std::string settings_json(const YAML::Node& map, std::string_view key, const std::string& path) {
+    std::string settings_json(const YAML::Node& map, std::string_view key, const std::string& path,
+                              settings_positions& where) {
         YAML::Node n = map[std::string(key)];
+        where[""].value = position_of(map.Mark());
         if (!present(n)) {
             return "{}";
         }
         if (!expect_map(n, join(path, key))) {
             return "{}";
         }
+        positions_ = &where;
         auto v = to_json(n, join(path, key));
+        positions_ = nullptr;
         return v ? boost::json::serialize(*v) : "{}";
     }
 
+    static source_position position_of(const YAML::Mark& m) {
+        if (m.line < 0 || m.column < 0) {
+            return {};
+        }
+        return {m.line + 1, m.column + 1};
+    }
+
 private:
+    // A key as a JSON Pointer reference token (RFC 6901: '~' is "~0", '/' is "~1").
+    static std::string pointer_token(const std::string& key) {
+        std::string out;
+        for (char ch : key) {
+            out += ch == '~' ? "~0" : ch == '/' ? "~1" : std::string(1, ch);
+        }
+        return out;
+    }
+
+    settings_positions* positions_ = nullptr; // set while settings_json() converts a mapping
     std::string file_;
     fs::path base_;
     const env_lookup& env_;
@@ -875,7 +905,7 @@ void read_connectors(reader& r, const YAML::Node& n, config& c) {
             }
         }
         r.str(k, "module", path, cc.module, false, true);
-        cc.settings_json = r.settings_json(k, "settings", path);
+        cc.settings_json = r.settings_json(k, "settings", path, cc.settings_at);
         c.connectors.push_back(std::move(cc));
     }
 }
@@ -1003,7 +1033,7 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
                 sc.rate_limit_override = rl;
             }
         }
-        sc.settings_json = r.settings_json(s, "settings", path);
+        sc.settings_json = r.settings_json(s, "settings", path, sc.settings_at);
         c.subscriptions.push_back(std::move(sc));
     }
 }

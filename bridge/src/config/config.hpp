@@ -108,10 +108,28 @@ struct attachments_config {
     bool retention_set = false;
 };
 
+// Where a value was written in the file (1-based; 0 = not known).
+struct source_position {
+    int line = 0;
+    int column = 0;
+};
+
+// Where a settings value was written, and its key (unset for list items and the mapping itself).
+struct settings_place {
+    source_position key;
+    source_position value;
+};
+
+// Where each value under a `settings:` mapping was written, keyed by the JSON Pointer the schema
+// validator reports ("" = the mapping itself, or its entry when `settings` is absent), so a
+// schema refusal names the offending value's place without quoting the value.
+using settings_positions = std::map<std::string, settings_place>;
+
 struct connector_config {
     std::string name;
     std::string module;
     std::string settings_json = "{}"; // secrets resolved; hand only to the plugin host
+    settings_positions settings_at;
 };
 
 struct subscription_config {
@@ -126,6 +144,7 @@ struct subscription_config {
     std::optional<schedule_spec> schedule;
     std::string signing_secret;        // secret: never log
     std::string settings_json = "{}";  // connector settings for this subscription
+    settings_positions settings_at;
     int line = 0;                      // where it was declared
     int column = 0;
     bool hold_when_not_active = false; // whenNotActive: refuse (default) | hold

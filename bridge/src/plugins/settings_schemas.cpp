@@ -54,9 +54,20 @@ module_result<settings_schemas> settings_schemas::compile(const loaded_module& m
 
 namespace {
 
+settings_violation first_violation(const std::vector<validation_error>& errors) {
+    for (const auto& e : errors) {
+        if (e.kind != schema_error_kind::unresolved_ref) {
+            const auto slash = e.schema_path.rfind('/');
+            return {e.instance_path,
+                    slash == std::string::npos ? e.schema_path : e.schema_path.substr(slash + 1)};
+        }
+    }
+    return {};
+}
+
 module_result<void> check(const schema_registry& reg, const char* ref, std::string_view json,
                           const std::string& subject, const std::string& module,
-                          const char* which) {
+                          const char* which, settings_violation* where) {
     boost::system::error_code ec;
     auto value = boost::json::parse(json, ec);
     if (ec) {
@@ -74,6 +85,9 @@ module_result<void> check(const schema_registry& reg, const char* ref, std::stri
                                                         format_errors(bad_schema)};
     }
     if (has_errors(invalid, true)) {
+        if (where != nullptr) {
+            *where = first_violation(invalid);
+        }
         std::string why = format_errors(invalid);
         while (!why.empty() && why.back() == '\n') {
             why.pop_back();
@@ -90,21 +104,23 @@ module_result<void> check(const schema_registry& reg, const char* ref, std::stri
 } // namespace
 
 module_result<void> settings_schemas::check_config(std::string_view settings_json,
-                                                   const std::string& instance) const {
+                                                   const std::string& instance,
+                                                   settings_violation* where) const {
     if (!config_) {
         return {};
     }
     return check(*registry_, config_ref, settings_json,
-                 "settings of connector instance '" + instance + "'", module_, "config");
+                 "settings of connector instance '" + instance + "'", module_, "config", where);
 }
 
 module_result<void> settings_schemas::check_subscription(std::string_view settings_json,
-                                                         const std::string& subscription_id) const {
+                                                         const std::string& subscription_id,
+                                                         settings_violation* where) const {
     if (!subscription_) {
         return {};
     }
     return check(*registry_, subscription_ref, settings_json,
-                 "settings of subscription " + subscription_id, module_, "subscription");
+                 "settings of subscription " + subscription_id, module_, "subscription", where);
 }
 
 } // namespace wopbridge

@@ -14,6 +14,14 @@
 
 namespace wopbridge {
 
+// The first way settings break their schema: where (a JSON Pointer into the settings, "" = the
+// settings object) and which keyword refused them ("additionalProperties", "required", ...), so
+// a caller holding the settings' source can point at the value without quoting it.
+struct settings_violation {
+    std::string instance_path;
+    std::string keyword;
+};
+
 class settings_schemas {
 public:
     // A declared schema that is not a usable JSON Schema refuses the module. An empty one checks
@@ -21,10 +29,14 @@ public:
     static module_result<settings_schemas> compile(const loaded_module& m);
 
     // "settings of connector instance 'x' do not match module m's config schema: /key: why".
-    module_result<void> check_config(std::string_view settings_json,
-                                     const std::string& instance) const;
+    // `where`, when given, is set to the first violation of a refusal.
+    module_result<void> check_config(std::string_view settings_json, const std::string& instance,
+                                     settings_violation* where = nullptr) const;
     module_result<void> check_subscription(std::string_view settings_json,
-                                           const std::string& subscription_id) const;
+                                           const std::string& subscription_id,
+                                           settings_violation* where = nullptr) const;
+
+    const std::string& module_name() const noexcept { return module_; }
 
     // The settings each schema marks secret (plugins/secret_settings): sealed at rest.
     const secret_fields& config_secrets() const noexcept { return config_secrets_; }
