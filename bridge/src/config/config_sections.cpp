@@ -1,0 +1,375 @@
+// The config file's sections other than connectors and subscriptions (config_subscriptions.cpp).
+#include "config/config_reader.hpp"
+
+#include "core/scopes.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace wopbridge::config_detail {
+
+void read_retry(reader& r, const YAML::Node& n, const std::string& path, retry_policy& out) {
+    if (!r.expect_map(n, path)) {
+        return;
+    }
+    r.check_keys(n, path, {"maxAttempts", "backoff", "baseDelay", "maxDelay", "jitter"});
+    r.integer_into(n, "maxAttempts", path, out.max_attempts, 1, 1000);
+    if (auto b = r.choice(n, "backoff", path, {"none", "fixed", "exponential"})) {
+        out.backoff = *b == 0 ? backoff_kind::none : *b == 1 ? backoff_kind::fixed : backoff_kind::exponential;
+    }
+    r.duration(n, "baseDelay", path, out.base_delay_ms);
+    r.duration(n, "maxDelay", path, out.max_delay_ms);
+    r.boolean(n, "jitter", path, out.jitter);
+}
+
+// {rate, burst}: rate in requests per second (may be fractional), burst a whole number >= 1.
+void read_rate_limit(reader& r, const YAML::Node& n, const std::string& path, rate_limit& out) {
+    if (!r.expect_map(n, path)) {
+        return;
+    }
+    r.check_keys(n, path, {"rate", "burst"});
+    YAML::Node rate = n["rate"];
+    if (!reader::present(rate)) {
+        r.error(n.Mark(), path + ".rate: required");
+        return;
+    }
+    double v = -1;
+    std::size_t used = 0;
+    const std::string text = rate.IsScalar() ? rate.Scalar() : std::string();
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size() || !(v > 0) || v > 1e9) {
+        r.error(rate.Mark(), path +
+                                 ".rate: expected a number of requests per second above 0, got '" +
+                                 text + "'");
+        return;
+    }
+    out.rate = v;
+    out.burst = std::max(1.0, std::ceil(v));
+    long long burst = 0;
+    if (r.integer(n, "burst", path, burst, 1, 1000000000)) {
+        out.burst = static_cast<double>(burst);
+    }
+}
+
+void read_server(reader& r, const YAML::Node& n, config& c) {
+    const std::string path = "server";
+    if (!r.expect_map(n, path)) {
+        return;
+    }
+    r.check_keys(n, path,
+                 {"listen", "publicUrl", "maxBodyBytes", "threads", "tls", "maxConnections",
+                  "maxInFlightRequests", "reservedInFlightRequests", "maxConnectionsPerAddress",
+                  "minBodyBytesPerSecond", "bodyGraceSeconds", "rateLimits"});
+    auto& s = c.server;
+    std::string listen;
+    if (r.str(n, "listen", path, listen)) {
+        if (parse_listen_address(listen, s.listen_host, s.listen_port)) {
+            s.listen = listen;
+        } else {
+            r.error(n["listen"].Mark(), "server.listen: '" + listen +
+                                            "' is not a valid address (expected host:port, e.g. "
+                                            "127.0.0.1:8080 or [::1]:8080)");
+        }
+    }
+    std::string url;
+    if (r.str(n, "publicUrl", path, url)) {
+        if (valid_http_url(url)) {
+            while (!url.empty() && url.back() == '/') {
+                url.pop_back();
+            }
+            s.public_url = url;
+        } else {
+            r.error(n["publicUrl"].Mark(), "server.publicUrl: '" + url + "' is not an http(s) URL");
+        }
+    }
+    r.integer_into(n, "maxBodyBytes", path, s.max_body_bytes, 1, 1LL << 32);
+    r.integer_into(n, "threads", path, s.threads, 1, 256);
+    r.integer_into(n, "maxConnections", path, s.max_connections, 1, 1000000);
+    r.integer_into(n, "maxInFlightRequests", path, s.max_in_flight_requests, 1, 1000000);
+    r.integer_into(n, "reservedInFlightRequests", path, s.reserved_in_flight_requests, 0, 100000);
+    r.integer_into(n, "maxConnectionsPerAddress", path, s.max_connections_per_address, 1, 1000000);
+    r.integer_into(n, "minBodyBytesPerSecond", path, s.min_body_bytes_per_second, 0, 1LL << 32);
+    r.integer_into(n, "bodyGraceSeconds", path, s.body_grace_seconds, 0, 3600);
+    YAML::Node limits = n["rateLimits"];
+    if (reader::present(limits) && r.expect_map(limits, "server.rateLimits")) {
+        r.check_keys(limits, "server.rateLimits", {"perSubscription", "perSourceAddress"});
+        if (reader::present(limits["perSubscription"])) {
+            read_rate_limit(r, limits["perSubscription"], "server.rateLimits.perSubscription",
+                            s.per_subscription);
+        }
+        YAML::Node per_address = limits["perSourceAddress"];
+        if (reader::present(per_address) && per_address.IsScalar() &&
+            per_address.Scalar() == "off") {
+            s.per_source_address = rate_limit{}; // behind a proxy every post has one address
+        } else if (reader::present(per_address)) {
+            read_rate_limit(r, limits["perSourceAddress"], "server.rateLimits.perSourceAddress",
+                            s.per_source_address);
+        }
+    }
+    YAML::Node tls = n["tls"];
+    if (reader::present(tls) && r.expect_map(tls, "server.tls")) {
+        r.check_keys(tls, "server.tls", {"certFile", "keyFile"});
+        tls_config t;
+        bool ok = r.str(tls, "certFile", "server.tls", t.cert_file, false, true);
+        ok = r.str(tls, "keyFile", "server.tls", t.key_file, false, true) && ok;
+        if (ok) {
+            t.cert_file = r.resolve(t.cert_file);
+            t.key_file = r.resolve(t.key_file);
+            s.tls = t;
+        }
+    }
+}
+
+void read_auth(reader& r, const YAML::Node& n, config& c) {
+    if (!r.expect_map(n, "auth")) {
+        return;
+    }
+    r.check_keys(n, "auth", {"apiKeys"});
+    YAML::Node keys = n["apiKeys"];
+    if (!reader::present(keys) || !r.expect_seq(keys, "auth.apiKeys")) {
+        return;
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const std::string path = "auth.apiKeys[" + std::to_string(i) + "]";
+        YAML::Node k = keys[i];
+        if (!r.expect_map(k, path)) {
+            continue;
+        }
+        r.check_keys(k, path, {"key", "tenant", "scopes"});
+        api_key_config a;
+        r.str(k, "key", path, a.key, true, true);
+        r.str(k, "tenant", path, a.tenant);
+        YAML::Node scopes = k["scopes"];
+        if (reader::present(scopes) && r.expect_seq(scopes, path + ".scopes")) {
+            for (std::size_t j = 0; j < scopes.size(); ++j) {
+                const std::string sp = path + ".scopes[" + std::to_string(j) + "]";
+                auto v = r.scalar(scopes[j], sp);
+                if (!v) {
+                    continue;
+                }
+                // Only the scopes a route checks: an unknown one (a typo) grants nothing, so a
+                // key carrying it would load and then answer 403 where access was meant.
+                if (!is_known_scope(*v)) {
+                    std::string valid;
+                    for (auto k : known_scopes) {
+                        valid += (valid.empty() ? "" : ", ") + std::string(k);
+                    }
+                    // Quoted as written: a ${VAR} here is not expanded into the message.
+                    r.error(scopes[j].Mark(), sp + ": '" + scopes[j].Scalar() +
+                                                  "' is not a scope (expected one of " + valid +
+                                                  ")");
+                    continue;
+                }
+                a.scopes.push_back(*v);
+            }
+        }
+        c.api_keys.push_back(std::move(a));
+    }
+}
+
+void read_store(reader& r, const YAML::Node& n, config& c) {
+    if (!r.expect_map(n, "store")) {
+        return;
+    }
+    r.check_keys(n, "store", {"sqlite", "postgres"});
+    YAML::Node sq = n["sqlite"];
+    YAML::Node pg = n["postgres"];
+    if (reader::present(sq) && reader::present(pg)) {
+        r.error(n.Mark(), "store: set either sqlite or postgres, not both");
+        return;
+    }
+    if (reader::present(pg)) {
+        c.store.backend = store_config::backend_kind::postgres;
+        if (r.expect_map(pg, "store.postgres")) {
+            r.check_keys(pg, "store.postgres", {"url", "nodeTimeout"});
+            // Past this silence a node's claims are freed for the others: at least a few beats.
+            r.duration(pg, "nodeTimeout", "store.postgres", c.store.node_timeout_ms, 3000);
+            std::string url;
+            if (r.str(pg, "url", "store.postgres", url, true, true)) {
+                if (url.rfind("postgresql://", 0) != 0 && url.rfind("postgres://", 0) != 0) {
+                    r.error(pg["url"].Mark(), "store.postgres.url: expected a postgresql:// URL");
+                } else {
+                    c.store.postgres_url = url;
+                }
+            }
+        }
+        return;
+    }
+    if (reader::present(sq) && r.expect_map(sq, "store.sqlite")) {
+        r.check_keys(sq, "store.sqlite", {"path"});
+        std::string p;
+        if (r.str(sq, "path", "store.sqlite", p, false, true)) {
+            c.store.sqlite_path = r.resolve(p);
+            c.store.sqlite_path_line = sq["path"].Mark().line + 1;
+            c.store.sqlite_path_column = sq["path"].Mark().column + 1;
+        }
+    }
+}
+
+void read_runs(reader& r, const YAML::Node& n, config& c) {
+    if (!r.expect_map(n, "runs")) {
+        return;
+    }
+    r.check_keys(n, "runs", {"local", "upstream"});
+    YAML::Node local = n["local"];
+    YAML::Node up = n["upstream"];
+    if (reader::present(local) && reader::present(up)) {
+        r.error(n.Mark(), "runs: set either local or upstream, not both");
+        return;
+    }
+    if (reader::present(up)) {
+        c.runs.mode = runs_config::mode_kind::upstream;
+        if (!r.expect_map(up, "runs.upstream")) {
+            return;
+        }
+        const std::string path = "runs.upstream";
+        r.check_keys(up, path, {"baseUrl", "apiKey", "timeout"});
+        std::string url;
+        if (r.str(up, "baseUrl", path, url, false, true)) {
+            if (valid_http_url(url)) {
+                while (!url.empty() && url.back() == '/') {
+                    url.pop_back();
+                }
+                c.runs.upstream.base_url = url;
+            } else {
+                r.error(up["baseUrl"].Mark(), path + ".baseUrl: '" + url + "' is not an http(s) URL");
+            }
+        }
+        r.str(up, "apiKey", path, c.runs.upstream.api_key, true);
+        r.duration(up, "timeout", path, c.runs.upstream.timeout_ms, 1);
+        return;
+    }
+    if (!reader::present(local) || !r.expect_map(local, "runs.local")) {
+        return;
+    }
+    r.check_keys(local, "runs.local", {"workflows"});
+    YAML::Node wfs = local["workflows"];
+    if (!reader::present(wfs) || !r.expect_seq(wfs, "runs.local.workflows")) {
+        return;
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < wfs.size(); ++i) {
+        const std::string path = "runs.local.workflows[" + std::to_string(i) + "]";
+        YAML::Node w = wfs[i];
+        if (!r.expect_map(w, path)) {
+            continue;
+        }
+        r.check_keys(w, path, {"id", "command", "timeout", "env"});
+        local_workflow wf;
+        if (r.str(w, "id", path, wf.id, false, true) && !seen.insert(wf.id).second) {
+            r.error(w["id"].Mark(), path + ".id: duplicate workflow id '" + wf.id + "'");
+        }
+        YAML::Node cmd = w["command"];
+        if (reader::present(cmd)) {
+            if (cmd.IsScalar()) {
+                if (auto v = r.scalar(cmd, path + ".command")) {
+                    wf.command.push_back(*v);
+                }
+            } else if (r.expect_seq(cmd, path + ".command")) {
+                for (std::size_t j = 0; j < cmd.size(); ++j) {
+                    if (auto v = r.scalar(cmd[j], path + ".command[" + std::to_string(j) + "]")) {
+                        wf.command.push_back(*v);
+                    }
+                }
+                if (cmd.size() == 0) {
+                    r.error(cmd.Mark(), path + ".command: must not be empty (omit it instead)");
+                }
+            }
+            if (!wf.command.empty() && wf.command[0].find('/') != std::string::npos) {
+                wf.command[0] = r.resolve(wf.command[0]);
+            }
+        }
+        r.duration(w, "timeout", path, wf.timeout_ms, 1);
+        YAML::Node env = w["env"];
+        if (reader::present(env) && r.expect_map(env, path + ".env")) {
+            for (auto it = env.begin(); it != env.end(); ++it) {
+                std::string name = it->first.Scalar();
+                if (!valid_env_name(name)) {
+                    r.error(it->first.Mark(), path + ".env: '" + name + "' is not a valid variable name");
+                    continue;
+                }
+                if (auto v = r.secret(it->second, path + ".env." + name)) {
+                    wf.env.emplace_back(name, *v);
+                }
+            }
+        }
+        c.runs.workflows.push_back(std::move(wf));
+    }
+}
+
+void read_delivery(reader& r, const YAML::Node& n, config& c) {
+    const std::string path = "delivery";
+    if (!r.expect_map(n, path)) {
+        return;
+    }
+    r.check_keys(n, path, {"retryPolicy", "dedupRetention", "concurrency", "maxInFlight",
+                           "batchSize", "maxPendingIntake", "attemptTimeout", "lease", "breaker"});
+    auto& d = c.delivery;
+    if (reader::present(n["retryPolicy"])) {
+        read_retry(r, n["retryPolicy"], "delivery.retryPolicy", d.retry);
+    }
+    r.duration(n, "dedupRetention", path, d.dedup_retention_ms, 24LL * 3600 * 1000);
+    // `maxInFlight` is the earlier name of `concurrency`: still read, never both.
+    if (reader::present(n["concurrency"]) && reader::present(n["maxInFlight"])) {
+        r.error(n["maxInFlight"].Mark(),
+                "delivery.maxInFlight: the earlier name of delivery.concurrency; set only "
+                "concurrency");
+    }
+    r.integer_into(n, "maxInFlight", path, d.max_in_flight, 1, 100000);
+    r.integer_into(n, "concurrency", path, d.max_in_flight, 1, 100000);
+    r.integer_into(n, "batchSize", path, d.batch_size, 1, 10000);
+    r.integer_into(n, "maxPendingIntake", path, d.max_pending_intake, 1, 100000000);
+    r.duration(n, "attemptTimeout", path, d.attempt_timeout_ms, 1);
+    r.duration(n, "lease", path, d.lease_ms, 1000);
+    YAML::Node b = n["breaker"];
+    if (reader::present(b) && r.expect_map(b, "delivery.breaker")) {
+        r.check_keys(b, "delivery.breaker", {"failureThreshold", "probeInterval"});
+        r.integer_into(b, "failureThreshold", "delivery.breaker", d.breaker.failure_threshold, 1, 1000000);
+        r.duration(b, "probeInterval", "delivery.breaker", d.breaker.probe_interval_ms, 1);
+    }
+}
+
+void read_dead_letter(reader& r, const YAML::Node& n, config& c) {
+    if (!r.expect_map(n, "deadLetter")) {
+        return;
+    }
+    r.check_keys(n, "deadLetter", {"retentionDays", "maxPageSize", "refusedSignatureRetention"});
+    r.duration(n, "refusedSignatureRetention", "deadLetter",
+               c.dead_letter.refused_signature_retention_ms, 60 * 1000);
+    r.integer_into(n, "retentionDays", "deadLetter", c.dead_letter.retention_days, 1, 36500);
+    r.integer_into(n, "maxPageSize", "deadLetter", c.dead_letter.max_page_size, 1, 1000);
+}
+
+// attachments.retention is checked against the retentions it must outlast: a dead letter can be
+// replayed (and a provider's repeat answered from dedup) until they end, and the event that comes
+// back refers to the attachment's bytes.
+void read_attachments(reader& r, const YAML::Node& n, config& c) {
+    constexpr millis day = 24LL * 3600 * 1000;
+    const millis floor = std::max<millis>(c.dead_letter.retention_days * day,
+                                          std::max<millis>(c.delivery.dedup_retention_ms, day));
+    c.attachments.retention_ms = std::max<millis>(14 * day, floor + 7 * day);
+    if (!reader::present(n) || !r.expect_map(n, "attachments")) {
+        return;
+    }
+    r.check_keys(n, "attachments", {"retention"});
+    millis retention = 0;
+    if (!r.duration(n, "retention", "attachments", retention, 3600 * 1000)) {
+        return;
+    }
+    if (retention < floor) {
+        r.error(n["retention"].Mark(),
+                "attachments.retention: must be at least " + std::to_string(floor / 3600000) +
+                    "h, the longer of deadLetter.retentionDays and delivery.dedupRetention (a "
+                    "replayed dead letter must still find its attachments)");
+        return;
+    }
+    c.attachments.retention_ms = retention;
+    c.attachments.retention_set = true;
+}
+
+} // namespace wopbridge::config_detail
