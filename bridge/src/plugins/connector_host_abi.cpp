@@ -5,6 +5,8 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 namespace wopbridge {
 
@@ -137,46 +139,41 @@ wb_status connector_host::impl::submit(instance& inst, const wb_inbound_event& e
     return WB_OK;
 }
 
+namespace {
+
+std::pair<wb_submit_status, std::string_view> submit_outcome_of(submit_status s) noexcept {
+    switch (s) {
+    case submit_status::accepted:
+        return {WB_SUBMIT_ACCEPTED, {}};
+    case submit_status::duplicate:
+        return {WB_SUBMIT_DUPLICATE, {}};
+    case submit_status::held:
+        return {WB_SUBMIT_HELD, {}};
+    case submit_status::not_active:
+        return {WB_SUBMIT_REFUSED, "subscription_not_active"};
+    case submit_status::signature_invalid:
+        return {WB_SUBMIT_REFUSED, "signature_invalid"};
+    case submit_status::not_found:
+        return {WB_SUBMIT_REFUSED, "not_found"};
+    case submit_status::invalid:
+        return {WB_SUBMIT_REFUSED, "invalid"};
+    case submit_status::overloaded:
+        return {WB_SUBMIT_REFUSED, "overloaded"};
+    case submit_status::unavailable:
+        return {WB_SUBMIT_REFUSED, "store_unavailable"};
+    }
+    return {wb_submit_status{}, {}}; // as a value-initialized outcome leaves it
+}
+
+} // namespace
+
 void connector_host::impl::call_done(instance& inst, const submit_result& r, wb_submit_done_fn done,
                                      void* user) {
     wb_submit_outcome o{};
     o.struct_size = sizeof(wb_submit_outcome);
+    // A refusal's reason is the ABI's word for it (connector.h), not the bridge's enum name.
     std::string_view reason;
-    switch (r.status) {
-    case submit_status::accepted:
-        o.status = WB_SUBMIT_ACCEPTED;
-        break;
-    case submit_status::duplicate:
-        o.status = WB_SUBMIT_DUPLICATE;
-        break;
-    case submit_status::held:
-        o.status = WB_SUBMIT_HELD;
-        break;
-    case submit_status::not_active:
-        o.status = WB_SUBMIT_REFUSED;
-        reason = "subscription_not_active";
-        break;
-    case submit_status::signature_invalid:
-        o.status = WB_SUBMIT_REFUSED;
-        reason = "signature_invalid";
-        break;
-    case submit_status::not_found:
-        o.status = WB_SUBMIT_REFUSED;
-        reason = "not_found";
-        break;
-    case submit_status::invalid:
-        o.status = WB_SUBMIT_REFUSED;
-        reason = "invalid";
-        break;
-    case submit_status::overloaded:
-        o.status = WB_SUBMIT_REFUSED;
-        reason = "overloaded";
-        break;
-    case submit_status::unavailable:
-        o.status = WB_SUBMIT_REFUSED;
-        reason = "store_unavailable";
-        break;
-    }
+    std::tie(o.status, reason) = submit_outcome_of(r.status);
     const bool refused = o.status == WB_SUBMIT_REFUSED;
     o.run_id = refused ? wb_str{} : str(r.run_id);
     o.delivery_id = refused ? wb_str{} : str(r.delivery_id);
