@@ -10,7 +10,7 @@
 //     config file, not the process's working directory. A command without '/' is looked up in PATH.
 //   - Loading reports every error found, each as "file:line:col: message" (1-based).
 
-#include "app/bridge.hpp"
+#include "config/bridge_settings.hpp"
 #include "contract/types.hpp"
 #include "core/clock.hpp"
 #include "core/rate_limiter.hpp"
