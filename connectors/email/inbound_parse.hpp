@@ -16,10 +16,6 @@
 
 namespace wopbridge::email {
 
-// The multipart types moved from the forms connector to the SDK; existing email tests still spell
-// them forms::multipart_part. Drop this alias once they say http::.
-namespace forms = http;
-
 enum class parse_verdict { valid, missing, malformed, stale_timestamp, mismatch };
 std::string_view to_string(parse_verdict v) noexcept;
 

@@ -22,7 +22,7 @@ bool all_hex(std::string_view s) {
 
 } // namespace
 
-std::optional<param_list> parse_urlencoded(std::string_view body) {
+std::optional<http::param_list> parse_urlencoded(std::string_view body) {
     return http::parse_form_urlencoded(body);
 }
 
@@ -242,7 +242,7 @@ token_verdict verify_form_token(std::string_view secret, std::string_view subscr
     return token_verdict::valid;
 }
 
-std::string provider_event_id(std::string_view subscription_id, const param_list& fields,
+std::string provider_event_id(std::string_view subscription_id, const http::param_list& fields,
                               const std::vector<stored_file>& files,
                               std::optional<std::string_view> submission_id_field,
                               std::int64_t received_at_ms, std::int64_t window_s) {
@@ -257,7 +257,7 @@ std::string provider_event_id(std::string_view subscription_id, const param_list
         out += ':';
         out += s;
     };
-    param_list sorted = fields;
+    http::param_list sorted = fields;
     std::stable_sort(sorted.begin(), sorted.end());
     std::vector<std::string> file_hashes;
     for (const auto& f : files) {
@@ -280,7 +280,7 @@ std::string provider_event_id(std::string_view subscription_id, const param_list
     return "hash:" + sig::to_hex(sig::sha256(material));
 }
 
-std::string form_content_json(const param_list& fields, const std::vector<stored_file>& files) {
+std::string form_content_json(const http::param_list& fields, const std::vector<stored_file>& files) {
     boost::json::object field_obj;
     for (const auto& [k, v] : fields) {
         auto it = field_obj.find(k);
@@ -320,13 +320,13 @@ std::string form_content_json(const param_list& fields, const std::vector<stored
     return boost::json::serialize(root);
 }
 
-void remove_field(param_list& fields, std::string_view name) {
+void remove_field(http::param_list& fields, std::string_view name) {
     fields.erase(std::remove_if(fields.begin(), fields.end(),
                                 [&](const auto& p) { return p.first == name; }),
                  fields.end());
 }
 
-std::optional<std::string> field_value(const param_list& fields, std::string_view name) {
+std::optional<std::string> field_value(const http::param_list& fields, std::string_view name) {
     for (const auto& [k, v] : fields) {
         if (k == name) {
             return v;

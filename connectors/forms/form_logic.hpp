@@ -3,7 +3,7 @@
 // tokens, the dedup identity and the TriggerEvent content. The module (forms_connector.cpp) only
 // wires these to the host.
 
-#include "multipart.hpp"
+#include <wopbridge/multipart.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -16,7 +16,7 @@ namespace wopbridge::forms {
 
 // application/x-www-form-urlencoded (WHATWG): '&'-separated, '+' is a space, %XX escapes.
 // nullopt on a broken escape (a malformed request, answered 400). The SDK's http_util parser.
-std::optional<param_list> parse_urlencoded(std::string_view body);
+std::optional<http::param_list> parse_urlencoded(std::string_view body);
 
 // "scheme://host[:port]" with scheme and host lower-cased and the scheme's default port dropped;
 // nullopt for anything that is not an absolute http(s) origin or URL.
@@ -50,18 +50,18 @@ struct stored_file {
 // The dedup identity: "submission:<value>" when the configured id field is present and non-empty,
 // else "hash:<hex>" = SHA-256 over the subscription id, the sorted fields, the file hashes and the
 // window bucket floor(received_at_s / window_s).
-std::string provider_event_id(std::string_view subscription_id, const param_list& fields,
+std::string provider_event_id(std::string_view subscription_id, const http::param_list& fields,
                               const std::vector<stored_file>& files,
                               std::optional<std::string_view> submission_id_field,
                               std::int64_t received_at_ms, std::int64_t window_s);
 
 // {"form":{"fields":{name: value | [values...]},"files":[AttachmentRef...]}}; a name repeated in
 // the submission becomes an array in submission order.
-std::string form_content_json(const param_list& fields, const std::vector<stored_file>& files);
+std::string form_content_json(const http::param_list& fields, const std::vector<stored_file>& files);
 
 // Drops every field named `name` (the token and honeypot fields never reach the run).
-void remove_field(param_list& fields, std::string_view name);
-std::optional<std::string> field_value(const param_list& fields, std::string_view name);
+void remove_field(http::param_list& fields, std::string_view name);
+std::optional<std::string> field_value(const http::param_list& fields, std::string_view name);
 
 // Does the client ask for JSON (Accept lists application/json)? Otherwise it is a browser.
 bool wants_json(std::optional<std::string_view> accept);

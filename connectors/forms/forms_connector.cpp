@@ -52,7 +52,7 @@ constexpr const char* subscription_schema = R"({
 
 struct connector_config {
     std::size_t max_body_bytes = 25 * 1024 * 1024;
-    multipart_limits limits;
+    http::multipart_limits limits;
 };
 
 struct subscription_settings {
@@ -373,10 +373,10 @@ class forms_connector final : public connector {
             return;
         }
         auto ct_text = r.header("content-type").value_or("");
-        auto ct = parse_header_value(ct_text);
-        param_list fields;
-        std::vector<multipart_part> file_parts;
-        std::vector<form_part_info> file_infos;
+        auto ct = http::parse_header_value(ct_text);
+        http::param_list fields;
+        std::vector<http::multipart_part> file_parts;
+        std::vector<http::form_part_info> file_infos;
         if (ct.value == "application/x-www-form-urlencoded") {
             auto parsed = parse_urlencoded(body);
             if (!parsed) {
@@ -385,23 +385,23 @@ class forms_connector final : public connector {
             }
             fields = std::move(*parsed);
         } else if (ct.value == "multipart/form-data") {
-            auto boundary = boundary_of(ct_text);
+            auto boundary = http::boundary_of(ct_text);
             if (!boundary) {
                 finish_error(*shape, 400, "validation_error", "multipart body without a boundary");
                 return;
             }
-            auto parsed = parse_multipart(body, *boundary, cfg_.limits);
-            if (parsed.error != multipart_error::none) {
-                bool size = parsed.error == multipart_error::part_too_large ||
-                            parsed.error == multipart_error::too_large ||
-                            parsed.error == multipart_error::too_many_parts;
+            auto parsed = http::parse_multipart(body, *boundary, cfg_.limits);
+            if (parsed.error != http::multipart_error::none) {
+                bool size = parsed.error == http::multipart_error::part_too_large ||
+                            parsed.error == http::multipart_error::too_large ||
+                            parsed.error == http::multipart_error::too_many_parts;
                 finish_error(
                     *shape, size ? 413 : 400, size ? "payload_too_large" : "validation_error",
                     std::string("multipart body refused: ") + std::string(to_string(parsed.error)));
                 return;
             }
             for (auto& part : parsed.parts) {
-                auto info = form_part_info_of(part);
+                auto info = http::form_part_info_of(part);
                 if (!info) {
                     finish_error(*shape, 400, "validation_error",
                                  "multipart part without form-data name");

@@ -48,7 +48,7 @@ TEST_F(InboundParseTest, ReplayCacheIsBounded) {
 
 TEST_F(InboundParseTest, FieldMapping) {
     auto part = [](std::string name, std::string body, std::string filename = "") {
-        forms::multipart_part p;
+        http::multipart_part p;
         std::string cd = "form-data; name=\"" + name + "\"";
         if (!filename.empty()) {
             cd += "; filename=\"" + filename + "\"";

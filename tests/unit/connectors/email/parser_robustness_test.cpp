@@ -3,7 +3,7 @@
 // UTF-8 (run under WOPBRIDGE_SANITIZE=ON to catch memory errors too).
 #include "email/mime.hpp"
 #include "email/smtp_session.hpp"
-#include "forms/multipart.hpp"
+#include <wopbridge/multipart.hpp>
 
 #include <gtest/gtest.h>
 
@@ -93,18 +93,18 @@ TEST_F(ParserRobustnessTest, MutatedMultipartNeverThrows) {
         "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n"
         "--b\r\nContent-Disposition: form-data; name=\"f\"; "
         "filename=\"x.txt\"\r\nContent-Type: text/plain\r\n\r\nabc\r\n--b--\r\n";
-    forms::multipart_limits limits;
+    http::multipart_limits limits;
     limits.max_parts = 8;
     limits.max_part_bytes = 256;
     for (int i = 0; i < 3000; ++i) {
         auto input = mutate(body);
         for (bool lenient : {false, true}) {
-            forms::multipart_result r;
-            ASSERT_NO_THROW(r = forms::parse_multipart(input, "b", limits, lenient)) << i;
+            http::multipart_result r;
+            ASSERT_NO_THROW(r = http::parse_multipart(input, "b", limits, lenient)) << i;
             EXPECT_LE(r.parts.size(), limits.max_parts);
             for (const auto& p : r.parts) {
                 EXPECT_LE(p.body.size(), limits.max_part_bytes);
-                ASSERT_NO_THROW(forms::form_part_info_of(p));
+                ASSERT_NO_THROW(http::form_part_info_of(p));
             }
         }
     }

@@ -98,7 +98,7 @@ TEST_F(FormLogicTest, TokenRoundTripAndRefusals) {
 }
 
 TEST_F(FormLogicTest, SubmissionIdWinsOverContentHash) {
-    param_list fields{{"email", "a@example.com"}, {"sid", "abc-1"}};
+    http::param_list fields{{"email", "a@example.com"}, {"sid", "abc-1"}};
     EXPECT_EQ(provider_event_id("sub-1", fields, {}, "sid", 5000, 10), "submission:abc-1");
     auto h = provider_event_id("sub-1", fields, {}, "missing", 5000, 10);
     EXPECT_EQ(h.rfind("hash:", 0), 0u);
@@ -106,16 +106,16 @@ TEST_F(FormLogicTest, SubmissionIdWinsOverContentHash) {
 }
 
 TEST_F(FormLogicTest, ContentHashIsOrderInsensitiveAndWindowed) {
-    param_list a{{"x", "1"}, {"y", "2"}};
-    param_list b{{"y", "2"}, {"x", "1"}};
+    http::param_list a{{"x", "1"}, {"y", "2"}};
+    http::param_list b{{"y", "2"}, {"x", "1"}};
     EXPECT_EQ(provider_event_id("s", a, {}, std::nullopt, 10'000, 10),
               provider_event_id("s", b, {}, std::nullopt, 19'999, 10));
     EXPECT_NE(provider_event_id("s", a, {}, std::nullopt, 10'000, 10),
               provider_event_id("s", a, {}, std::nullopt, 20'000, 10));
     EXPECT_NE(provider_event_id("s", a, {}, std::nullopt, 10'000, 10),
               provider_event_id("t", a, {}, std::nullopt, 10'000, 10));
-    param_list c{{"x", "12"}};
-    param_list d{{"x1", "2"}};
+    http::param_list c{{"x", "12"}};
+    http::param_list d{{"x1", "2"}};
     EXPECT_NE(provider_event_id("s", c, {}, std::nullopt, 0, 10),
               provider_event_id("s", d, {}, std::nullopt, 0, 10));
     stored_file f1{"att_1", "a.txt", "text/plain", 1, "aa"};
@@ -125,7 +125,7 @@ TEST_F(FormLogicTest, ContentHashIsOrderInsensitiveAndWindowed) {
 }
 
 TEST_F(FormLogicTest, ContentJsonGroupsRepeatedFields) {
-    param_list fields{{"topic", "a"}, {"name", "Ada"}, {"topic", "b"}};
+    http::param_list fields{{"topic", "a"}, {"name", "Ada"}, {"topic", "b"}};
     stored_file f{"att_00", "cv.pdf", "application/pdf", 4, "ignored"};
     auto v = boost::json::parse(form_content_json(fields, {f}));
     const auto& form = v.at("form").as_object();

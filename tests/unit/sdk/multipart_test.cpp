@@ -1,8 +1,8 @@
-#include "forms/multipart.hpp"
+#include <wopbridge/multipart.hpp>
 
 #include <gtest/gtest.h>
 
-namespace wopbridge::forms {
+namespace wopbridge::http {
 namespace {
 
 class MultipartTest : public ::testing::Test {
@@ -116,4 +116,4 @@ TEST_F(MultipartTest, HeaderBlockUnfolds) {
 }
 
 } // namespace
-} // namespace wopbridge::forms
+} // namespace wopbridge::http
