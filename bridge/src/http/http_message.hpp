@@ -1,6 +1,6 @@
 #pragma once
 // The HTTP layer's own neutral message types. The router and every handler work on these, so they
-// compile without Asio/Beast and are unit-testable without sockets; only server.cpp converts them
+// compile without Asio/Beast and are unit-testable without sockets; only the server (server_connection.cpp) converts them
 // to and from Beast messages.
 
 #include <chrono>
