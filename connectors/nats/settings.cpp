@@ -24,9 +24,11 @@ bool valid_subject(std::string_view s) {
 }
 
 bool valid_url(std::string_view item) {
-    const bool scheme = item.starts_with("nats://") || item.starts_with("tls://");
-    const auto rest = item.substr(item.find("://") + 3);
-    if (!scheme || rest.empty()) {
+    // The scheme is checked before it is cut off: "x" has no "://" to skip.
+    if (!item.starts_with("nats://") && !item.starts_with("tls://")) {
+        return false;
+    }
+    if (item.substr(item.find("://") + 3).empty()) {
         return false;
     }
     for (const char c : item) {

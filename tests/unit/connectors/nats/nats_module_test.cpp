@@ -112,6 +112,10 @@ TEST_F(NatsModuleTest, RefusesBadSettingsWithAReason) {
     EXPECT_EQ(harness_->validate("{}").first, WB_ERR_INVALID);
     EXPECT_EQ(harness_->validate(config({{"maxDeliveries", "5"}})).first, WB_ERR_INVALID);
     EXPECT_EQ(harness_->validate(config()).first, WB_OK);
+    // A url too short to hold a scheme is refused, not thrown on.
+    auto short_url = harness_->validate(R"({"url":"x"})");
+    EXPECT_EQ(short_url.first, WB_ERR_INVALID);
+    EXPECT_NE(short_url.second.find("url"), std::string::npos) << short_url.second;
     // A TLS file that does not exist is refused at create, naming the setting, not the path.
     std::string error;
     EXPECT_EQ(harness_->create(config({{"tlsCa", "\"/nonexistent/ca-Secret.pem\""}}), &error),
