@@ -3,7 +3,6 @@
 
 #include "app/bridge.hpp"
 #include "http/api.hpp"
-#include "http/bridge_port.hpp"
 #include "http/server.hpp"
 #include "store/store.hpp"
 #include "support/eventually.hpp"
@@ -81,14 +80,13 @@ protected:
         so.threads = 2;
         so.worker_threads = 4;
         server_ = std::make_unique<http::server>(so);
-        port_ = http::make_bridge_port(*bridge_);
         http::api_options ao;
         ao.keys = {{"hk_acme", "acme", {"webhooks:manage", "runs:read", "runs:create"}},
                    {"hk_globex", "globex", {"webhooks:manage", "runs:read", "runs:create"}},
                    {"hk_readonly", "acme", {"runs:read"}}};
         ao.max_body_bytes = max_body;
         ao.ingest_max_body_bytes = max_body;
-        api_ = std::make_unique<http::http_api>(ao, *port_, nullptr, server_->scheduler());
+        api_ = std::make_unique<http::http_api>(ao, *bridge_, nullptr, server_->scheduler());
         ASSERT_TRUE(server_->start(*api_).has_value());
         base_ = "http://127.0.0.1:" + std::to_string(server_->port());
     }
@@ -99,7 +97,6 @@ protected:
         }
         server_.reset();
         api_.reset();
-        port_.reset();
     }
 
     void stop_all() {
@@ -171,7 +168,6 @@ protected:
     bridge_settings settings_;
     std::unique_ptr<bridge> bridge_;
     std::unique_ptr<http::server> server_;
-    std::unique_ptr<http::bridge_port> port_;
     std::unique_ptr<http::http_api> api_;
     std::string base_;
 };

@@ -22,8 +22,7 @@ void api_bridge_fixture::start_stack(std::unique_ptr<run_starter> starter,
     so.threads = threads;
     so.worker_threads = 2;
     server_ = std::make_unique<http::server>(so);
-    port_ = http::make_bridge_port(*bridge_);
-    api_ = std::make_unique<http::http_api>(api, *port_, nullptr, server_->scheduler());
+    api_ = std::make_unique<http::http_api>(api, *bridge_, nullptr, server_->scheduler());
     ASSERT_TRUE(server_->start(*api_).has_value());
     base_ = "http://127.0.0.1:" + std::to_string(server_->port());
 }
@@ -34,7 +33,6 @@ void api_bridge_fixture::TearDown() {
     }
     server_.reset();
     api_.reset();
-    port_.reset();
     if (bridge_) {
         bridge_->stop();
     }

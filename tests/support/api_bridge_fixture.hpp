@@ -4,7 +4,6 @@
 // start_stack(); TearDown stops the server before the bridge. call() is libcurl with an API key.
 #include "app/bridge.hpp"
 #include "http/api.hpp"
-#include "http/bridge_port.hpp"
 #include "http/server.hpp"
 #include "runs/run_starter.hpp"
 #include "support/http_client.hpp"
@@ -35,7 +34,6 @@ class api_bridge_fixture : public ::testing::Test {
     bridge_settings settings_;
     std::unique_ptr<bridge> bridge_;
     std::unique_ptr<http::server> server_;
-    std::unique_ptr<http::bridge_port> port_;
     std::unique_ptr<http::http_api> api_;
     std::string base_;
 };

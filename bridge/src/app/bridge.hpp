@@ -3,13 +3,10 @@
 // plugin host) and the scheduler all go through it; none of them touches the store directly.
 // No Asio/Beast here: asynchronous results come back through std::function callbacks, which run on a
 // store or engine thread and must not block (the HTTP layer re-posts them onto its own executor).
+// The HTTP layer sees it through the role interfaces of app/bridge_api.hpp, which it implements.
 
-#include "contract/intake.hpp"
-#include "config/bridge_settings.hpp"
-#include "contract/types.hpp"
+#include "app/bridge_api.hpp"
 #include "core/clock.hpp"
-#include "core/error.hpp"
-#include "store/store.hpp"
 
 #include <functional>
 #include <map>
@@ -23,114 +20,10 @@ namespace wopbridge {
 class run_starter;
 class delivery_engine;
 class secret_box;
-namespace outbound {
-class webhook_dispatcher;
-}
-
-// ---- inputs ----------------------------------------------------------------------------------------
-
-struct registration_request {
-    std::string tenant;
-    source_kind source = source_kind::webhook;
-    std::string workflow_id;
-    bool dedup_enabled = true;
-    std::optional<retry_policy> retry;
-    verification_mode verification = verification_mode::required;
-    std::optional<schedule_spec> schedule;   // source: schedule
-    std::string connector;                   // optional: a loaded connector instance serves it
-    std::string connector_settings_json = "{}";
-    bool hold_when_not_active = false;       // whenNotActive: hold (default refuse = 409)
-};
-
-struct registration_result {
-    subscription record;
-    std::string ingest_url;       // absolute
-    std::string signing_secret;   // "whsec_…", webhook source only; returned exactly once
-};
-
-
-// ---- outputs ---------------------------------------------------------------------------------------
-
-struct subscription_view {
-    subscription record;
-    std::vector<delivery> recent_deliveries; // newest first, content-free
-};
-
-struct poll_result {
-    std::vector<run_event> events;
-    bool is_complete = false;
-};
-
-struct seam_deliver_request {
-    std::string tenant;
-    std::string scenario; // dedup | exhaust | deliver | refused
-    std::string dedup_key;
-    std::string source;   // default webhook
-    std::string subscription_id; // deliver: on this existing subscription of the tenant
-};
-
-struct seam_deliver_result {
-    std::string run_id;
-    std::string subscription_id;
-    std::string outcome;
-    std::string subscription_state; // refused: the state after the refusal
-    int delivered_count = 0;
-};
-
-// ---- operations: replay, housekeeping, metrics --------------------------------------------------------
-
-struct replay_result {
-    std::string delivery_id; // the new delivery (or the earlier replay's, when replayed before)
-    std::string run_id;      // reserved for the run the replay starts
-    bool held = false;       // the subscription is not active: committed held until it is resumed
-    bool repeated = false;   // this dead letter was replayed before: the earlier replay's ids
-};
-
-struct replay_range {
-    std::optional<millis> from; // dead_lettered_at >= from
-    std::optional<millis> to;   // dead_lettered_at <= to
-    bool all = false;           // every replayable dead letter (from/to ignored)
-};
-
-struct replay_job_status {
-    std::string id;
-    std::string subscription_id;
-    std::string state = "running"; // running | completed | stopped (consecutive failures)
-    int total = 0;                 // dead letters selected
-    int replayed = 0;              // new deliveries committed
-    int delivered = 0;             // of those, delivered so far
-    int failed = 0;                // dead-lettered again, or could not be replayed
-    millis started_at = 0;
-    millis finished_at = 0;        // 0 while running
-};
-
-// A subscription with its delivery counts and newest delivery (the dashboard's list).
-struct subscription_overview {
-    subscription record;
-    subscription_delivery_stats counts;     // zeros when the store cannot count
-    std::optional<delivery> last_delivery;  // newest first
-};
-
-// GET /v1/runs (a wopbridge extension): filters, and the opaque cursor of the previous page.
-struct run_list_request {
-    std::string subscription_id;      // "" = any
-    std::string workflow_id;          // "" = any
-    std::optional<run_status> status;
-    std::optional<millis> from;       // created at or after
-    std::optional<millis> to;         // created at or before
-    int limit = 50;                   // clamped to dead_letter_max_page_size
-    std::string cursor;               // nextCursor of the previous page with the same filters
-};
-
-// A dead letter with the delivery its replay created, if it was replayed (the operator views).
-struct dead_letter_view {
-    dead_letter record;
-    std::optional<delivery> replay;
-};
 
 // ---- the bridge ------------------------------------------------------------------------------------
 
-class bridge {
+class bridge final : public bridge_api {
 public:
     bridge(bridge_settings settings, std::unique_ptr<store> st, std::unique_ptr<run_starter> starter,
            clock_source& clock, random_source& random);
@@ -146,7 +39,7 @@ public:
     // start() and apply_config_subscriptions() do too. On refusal `why` says why and the fix.
     result<void> bind_host_key(error_info& why);
 
-    const bridge_settings& settings() const noexcept;
+    const bridge_settings& settings() const noexcept override;
 
     // Subscriptions from the config file: inserted or updated (state and breaker kept), and
     // config-origin subscriptions no longer in the file are deleted (state change reason source-removed).
@@ -154,65 +47,65 @@ public:
                                             const std::map<std::string, std::string>& secrets);
 
     // Management (tenant-scoped: another tenant's id is not_found).
-    result<registration_result> register_subscription(const registration_request& req);
-    result<std::vector<subscription>> list_subscriptions(const std::string& tenant);
-    result<subscription_view> get_subscription(const std::string& tenant, const std::string& id);
+    result<registration_result> register_subscription(const registration_request& req) override;
+    result<std::vector<subscription>> list_subscriptions(const std::string& tenant) override;
+    result<subscription_view> get_subscription(const std::string& tenant, const std::string& id) override;
     // pause / resume / operator re-activation of failed or dead-lettered.
-    result<subscription> set_state(const std::string& tenant, const std::string& id, sub_state to);
-    result<void> delete_subscription(const std::string& tenant, const std::string& id);
+    result<subscription> set_state(const std::string& tenant, const std::string& id, sub_state to) override;
+    result<void> delete_subscription(const std::string& tenant, const std::string& id) override;
     result<page<delivery>> list_deliveries(const std::string& tenant, const std::string& id,
-                                           const page_request& req);
+                                           const page_request& req) override;
     result<page<dead_letter>> list_dead_letters(const std::string& tenant, const std::string& id,
-                                                const page_request& req);
+                                                const page_request& req) override;
 
     // Unauthenticated lookup for the ingest route (no tenant: the signature authenticates).
-    result<subscription> find_subscription(const std::string& id);
+    result<subscription> find_subscription(const std::string& id) override;
     // Every tenant's subscriptions (the connector sync: what the loaded connectors must serve).
     result<std::vector<subscription>> all_subscriptions();
 
     // Intake. ingest_webhook verifies a Standard Webhooks request for a `source: webhook`
     // subscription and submits it. submit() is what connectors call after their own verification.
     void ingest_webhook(const std::string& subscription_id, const inbound_http_request& req,
-                        submit_callback done);
+                        submit_callback done) override;
     // The same for a subscription the caller has just read (find_subscription): no second read.
     void ingest_webhook(const subscription& sub, const inbound_http_request& req,
-                        submit_callback done);
+                        submit_callback done) override;
     void submit(const inbound_submission& s, submit_callback done);
 
     // Runs.
-    result<run_record> get_run(const std::string& tenant, const std::string& run_id);
+    result<run_record> get_run(const std::string& tenant, const std::string& run_id) override;
     result<poll_result> read_events(const std::string& tenant, const std::string& run_id,
-                                    std::int64_t after_sequence, int limit = 1000);
+                                    std::int64_t after_sequence, int limit = 1000) override;
     // Calls `notify` once, from any thread, when the run gets an event with sequence > after_sequence
     // (or immediately if it already has one). Returns a token for cancel_watch.
     std::uint64_t watch_run(const std::string& run_id, std::int64_t after_sequence,
-                            std::function<void()> notify);
-    void cancel_watch(std::uint64_t token);
+                            std::function<void()> notify) override;
+    void cancel_watch(std::uint64_t token) override;
     // Calls `notify` once, from the writing thread, at the next write on this node that touches
     // the tenant's subscriptions, deliveries, dead letters or runs (app/change_feed.hpp: a hint
     // for live views, never content). Returns a token for cancel_changes_watch.
-    std::uint64_t watch_changes(const std::string& tenant, std::function<void()> notify);
-    void cancel_changes_watch(std::uint64_t token);
+    std::uint64_t watch_changes(const std::string& tenant, std::function<void()> notify) override;
+    void cancel_changes_watch(std::uint64_t token) override;
 
     // Conformance seams (only when settings().test_seams).
-    result<seam_deliver_result> seam_deliver(const seam_deliver_request& req);
-    result<std::vector<run_event>> seam_events(const std::string& tenant, const std::string& run_id);
-    result<void> seam_reset(const std::string& tenant);
+    result<seam_deliver_result> seam_deliver(const seam_deliver_request& req) override;
+    result<std::vector<run_event>> seam_events(const std::string& tenant, const std::string& run_id) override;
+    result<void> seam_reset(const std::string& tenant) override;
 
     // Readiness: store reachable.
-    result<void> ready();
+    result<void> ready() override;
 
     // Replay of a dead letter (retries_exhausted only; verification failures: conflict): a new
     // delivery of the stored content whose run.started carries metadata.replayOf = attempt_event_id.
     result<replay_result> replay_dead_letter(const std::string& tenant, const std::string& subscription_id,
-                                             const std::string& attempt_event_id);
+                                             const std::string& attempt_event_id) override;
     // Bulk replay on a background thread, at most `rate_per_second`; stops by itself after
     // `replay_failure_limit` consecutive replays dead-letter again. Returns the job id. The job is
     // stored: a stop or crash leaves it running, and the next start (or another node of a shared
     // store) resumes it at its first unsettled dead letter (app/replay_jobs.hpp).
     result<std::string> replay_dead_letters(const std::string& tenant, const std::string& subscription_id,
-                                            const replay_range& range, double rate_per_second);
-    result<replay_job_status> get_replay_job(const std::string& tenant, const std::string& job_id);
+                                            const replay_range& range, double rate_per_second) override;
+    result<replay_job_status> get_replay_job(const std::string& tenant, const std::string& job_id) override;
 
     // Housekeeping: drops expired dedup rows and dead letters now (also done periodically by start()).
     result<int> purge_expired();
@@ -224,7 +117,7 @@ public:
     std::string metrics_text();
     // For a scrape: with no tenant, no series names a subscription (ids are ingest URLs; those
     // families are summed over the label); with one, only that tenant's subscriptions' series.
-    std::string metrics_text(const std::optional<std::string>& tenant);
+    std::string metrics_text(const std::optional<std::string>& tenant) override;
 
     // Deterministic driving (tests, with a fake clock): claims and completes every delivery due at
     // `now` in the calling thread. Returns the attempts recorded.
@@ -242,11 +135,11 @@ public:
     void add_run_event_observer(std::function<void(const run_event&)> observer);
     // The outbound webhook dispatcher (webhooks.md), owned by the bridge and started/stopped with
     // it; null when the host key is unavailable.
-    outbound::webhook_dispatcher* webhooks() noexcept;
+    outbound::webhook_dispatcher* webhooks() noexcept override;
 
     // ---- appended: operator views ----
     // Every subscription of the tenant with its delivery counts and newest delivery.
-    result<std::vector<subscription_overview>> overview(const std::string& tenant);
+    result<std::vector<subscription_overview>> overview(const std::string& tenant) override;
     // Extra Prometheus text appended to metrics_text() at each scrape (e.g. connector counters the
     // serve command collects from the connector host). Add before start().
     void add_metrics_source(std::function<std::string()> render);
@@ -254,14 +147,14 @@ public:
     // ---- appended: operator views of runs and replays ----
     // Counts an inbound request answered before intake (the ingest route's unknown id) in
     // wopbridge_ingests_total, like every answer submit() gives.
-    void count_ingest(const std::string& subscription_id, submit_status status);
+    void count_ingest(const std::string& subscription_id, submit_status status) override;
     // The tenant's runs, newest first. A cursor minted for other filters (or garbage):
     // invalid_argument.
-    result<page<run_record>> list_runs(const std::string& tenant, const run_list_request& req);
+    result<page<run_record>> list_runs(const std::string& tenant, const run_list_request& req) override;
     // A page of dead letters (as list_dead_letters) with the state of each one's replay.
     result<page<dead_letter_view>> list_dead_letters_with_replays(const std::string& tenant,
                                                                   const std::string& id,
-                                                                  const page_request& req);
+                                                                  const page_request& req) override;
 
     // ---- appended: connector secrets sealed at rest ----
     // Turns a connector subscription's settings into what the store keeps (the connector host's

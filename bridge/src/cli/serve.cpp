@@ -9,7 +9,7 @@
 #include "core/blob_store.hpp"
 #include "core/log.hpp"
 #include "http/api.hpp"
-#include "http/bridge_port.hpp"
+#include "app/bridge_api.hpp"
 #include "http/server.hpp"
 #include "plugins/connector_host.hpp"
 #include "plugins/connector_metrics.hpp"
@@ -359,8 +359,7 @@ int run_serve(const std::vector<std::string>& args) {
     ao.per_source_address = cfg.server.per_source_address;
     ao.subscription_rate_limits = subscription_rate_limits(cfg);
     ao.run_output_dir = run_output_directory(cfg);
-    auto port = http::make_bridge_port(*b);
-    http::http_api api(ao, *port, host.get(), srv.scheduler());
+    http::http_api api(ao, *b, host.get(), srv.scheduler());
     if (auto r = srv.start(api); !r) {
         const bool in_use = r.error() == boost::system::errc::address_in_use;
         std::fprintf(stderr, "wopbridge serve: cannot listen on %s: %s%s\n",

@@ -31,7 +31,7 @@ bool parse_int(std::string_view text, long long& out, bool allow_negative) {
 
 } // namespace detail
 
-http_api::http_api(api_options opts, bridge_port& bridge, ingest_router* router,
+http_api::http_api(api_options opts, bridge_api& bridge, ingest_router* router,
                    task_scheduler& tasks)
     : opts_(std::move(opts)),
       address_limiter_(opts_.clock ? *opts_.clock : system_clock_),

@@ -10,7 +10,7 @@
 #include "core/clock.hpp"
 #include "core/rate_limiter.hpp"
 #include "http/auth.hpp"
-#include "http/bridge_port.hpp"
+#include "app/bridge_api.hpp"
 #include "http/http_message.hpp"
 #include "http/router.hpp"
 
@@ -50,7 +50,7 @@ struct api_options {
 class http_api final : public request_handler {
 public:
     // `router` may be null (no connector modules loaded).
-    http_api(api_options opts, bridge_port& bridge, ingest_router* router, task_scheduler& tasks);
+    http_api(api_options opts, bridge_api& bridge, ingest_router* router, task_scheduler& tasks);
     ~http_api() override;
 
     std::size_t body_limit(std::string_view method, std::string_view path) const override;
@@ -129,7 +129,7 @@ private:
     rate_limiter address_limiter_;
     rate_limiter subscription_limiter_;
     mutable std::mutex limits_mu_;
-    bridge_port& bridge_;
+    bridge_api& bridge_;
     ingest_router* router_;
     task_scheduler& tasks_;
     authenticator auth_;

@@ -99,7 +99,7 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
         sink->send(std::move(res));
         return;
     }
-    bridge_.ingest_webhook_for(*sub, in,
+    bridge_.ingest_webhook(*sub, in,
                                [sink](submit_result r) { sink->send(submit_response(r)); });
 }
 

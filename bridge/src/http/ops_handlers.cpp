@@ -70,7 +70,7 @@ std::string ops_format_time(millis ms) {
 
 } // namespace
 
-void replay_one(http_api::context& ctx, bridge_port& bridge) {
+void replay_one(http_api::context& ctx, operations_api& bridge) {
     auto r = bridge.replay_dead_letter(ctx.who.tenant, ctx.param("subscriptionId"),
                                        ctx.param("attemptEventId"));
     if (!r) {
@@ -89,7 +89,7 @@ void replay_one(http_api::context& ctx, bridge_port& bridge) {
                             {"runId", r->run_id}});
 }
 
-void replay_bulk(http_api::context& ctx, bridge_port& bridge) {
+void replay_bulk(http_api::context& ctx, operations_api& bridge) {
     replay_range range;
     double rate = ops_default_rate;
     if (!ctx.req.body.empty()) {
@@ -142,7 +142,7 @@ void replay_bulk(http_api::context& ctx, bridge_port& bridge) {
     reply_json(ctx, 202, json::object{{"jobId", *r}});
 }
 
-void replay_job(http_api::context& ctx, bridge_port& bridge) {
+void replay_job(http_api::context& ctx, operations_api& bridge) {
     auto r = bridge.get_replay_job(ctx.who.tenant, ctx.param("jobId"));
     if (!r) {
         reply_error(ctx, r.error());
@@ -158,7 +158,7 @@ void replay_job(http_api::context& ctx, bridge_port& bridge) {
     reply_json(ctx, 200, o);
 }
 
-void metrics(http_api::context& ctx, bridge_port& bridge) {
+void metrics(http_api::context& ctx, operations_api& bridge) {
     http_response res;
     res.status = 200;
     res.set_header("content-type", "text/plain; version=0.0.4; charset=utf-8");
@@ -168,7 +168,7 @@ void metrics(http_api::context& ctx, bridge_port& bridge) {
     ctx.sink->send(std::move(res));
 }
 
-void overview(http_api::context& ctx, bridge_port& bridge) {
+void overview(http_api::context& ctx, subscription_api& bridge) {
     auto r = bridge.overview(ctx.who.tenant);
     if (!r) {
         reply_error(ctx, r.error());
@@ -240,7 +240,7 @@ std::optional<run_status> parse_run_status(std::string_view s) {
 
 } // namespace
 
-void list_runs(http_api::context& ctx, bridge_port& bridge) {
+void list_runs(http_api::context& ctx, bridge_api& bridge) {
     run_list_request req;
     if (!parse_page_params(ctx, bridge.settings().dead_letter_max_page_size, req.limit,
                            req.cursor)) {
@@ -290,7 +290,7 @@ void list_runs(http_api::context& ctx, bridge_port& bridge) {
     reply_json(ctx, 200, body);
 }
 
-void dead_letters_view(http_api::context& ctx, bridge_port& bridge) {
+void dead_letters_view(http_api::context& ctx, bridge_api& bridge) {
     page_request pr;
     if (!parse_page_params(ctx, bridge.settings().dead_letter_max_page_size, pr.limit, pr.cursor)) {
         return;

@@ -7,18 +7,18 @@
 namespace wopbridge::http::ops {
 
 // POST /v1/trigger-subscriptions/{subscriptionId}/dead-letters/{attemptEventId}/replay
-void replay_one(http_api::context& ctx, bridge_port& bridge);
+void replay_one(http_api::context& ctx, operations_api& bridge);
 // POST /v1/trigger-subscriptions/{subscriptionId}/dead-letters/replay
-void replay_bulk(http_api::context& ctx, bridge_port& bridge);
+void replay_bulk(http_api::context& ctx, operations_api& bridge);
 // GET /v1/replay-jobs/{jobId}
-void replay_job(http_api::context& ctx, bridge_port& bridge);
+void replay_job(http_api::context& ctx, operations_api& bridge);
 // GET /metrics (Prometheus text)
-void metrics(http_api::context& ctx, bridge_port& bridge);
+void metrics(http_api::context& ctx, operations_api& bridge);
 // GET /v1/ops/subscriptions (the dashboard's list: counts and newest delivery per subscription)
-void overview(http_api::context& ctx, bridge_port& bridge);
+void overview(http_api::context& ctx, subscription_api& bridge);
 // GET /v1/runs?subscriptionId=&workflowId=&status=&from=&to=&limit=&cursor= 
-void list_runs(http_api::context& ctx, bridge_port& bridge);
+void list_runs(http_api::context& ctx, bridge_api& bridge);
 // GET /v1/ops/subscriptions/{subscriptionId}/dead-letters: dead letters with their replay state
-void dead_letters_view(http_api::context& ctx, bridge_port& bridge);
+void dead_letters_view(http_api::context& ctx, bridge_api& bridge);
 
 } // namespace wopbridge::http::ops

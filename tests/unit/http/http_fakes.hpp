@@ -1,8 +1,8 @@
 #pragma once
-// In-memory stand-ins for the HTTP layer's collaborators: a bridge_port whose answers tests set,
+// In-memory stand-ins for the HTTP layer's collaborators: a bridge_api whose answers tests set,
 // a manually driven task_scheduler, and sinks that record what a handler answered.
 
-#include "http/bridge_port.hpp"
+#include "app/bridge_api.hpp"
 #include "http/http_message.hpp"
 
 #include <boost/json/parse.hpp>
@@ -133,8 +133,8 @@ public:
     std::shared_ptr<recording_stream> stream;
 };
 
-// A bridge_port with canned behaviour: one tenant's data ("acme"); everything else is not_found.
-class fake_bridge final : public bridge_port {
+// A bridge_api with canned behaviour: one tenant's data ("acme"); everything else is not_found.
+class fake_bridge final : public bridge_api {
 public:
     fake_bridge() {
         settings_.test_seams = true;
@@ -150,7 +150,7 @@ public:
         subs[s.id] = s;
     }
 
-    const bridge_settings& settings() const override { return settings_; }
+    const bridge_settings& settings() const noexcept override { return settings_; }
 
     result<registration_result> register_subscription(const registration_request& req) override {
         last_registration = req;
@@ -261,6 +261,10 @@ public:
         last_ingest = req;
         pending_submit = std::move(done);
     }
+    void ingest_webhook(const subscription& sub, const inbound_http_request& req,
+                        submit_callback done) override {
+        ingest_webhook(sub.id, req, std::move(done));
+    }
     result<run_record> get_run(const std::string& tenant, const std::string& run_id) override {
         if (tenant != "acme" || run_id != "run_1") {
             return make_error_code(errc::not_found);
@@ -349,6 +353,35 @@ public:
             return make_error_code(errc::store_unavailable);
         }
         return {};
+    }
+
+    // What these handler tests do not exercise: answered as "not served here".
+    std::uint64_t watch_changes(const std::string&, std::function<void()>) override { return 0; }
+    void cancel_changes_watch(std::uint64_t) override {}
+    void count_ingest(const std::string&, submit_status) override {}
+    result<replay_result> replay_dead_letter(const std::string&, const std::string&,
+                                             const std::string&) override {
+        return make_error_code(errc::unsupported);
+    }
+    result<std::string> replay_dead_letters(const std::string&, const std::string&,
+                                            const replay_range&, double) override {
+        return make_error_code(errc::unsupported);
+    }
+    result<replay_job_status> get_replay_job(const std::string&, const std::string&) override {
+        return make_error_code(errc::unsupported);
+    }
+    std::string metrics_text(const std::optional<std::string>&) override { return {}; }
+    outbound::webhook_dispatcher* webhooks() noexcept override { return nullptr; }
+    result<std::vector<subscription_overview>> overview(const std::string&) override {
+        return make_error_code(errc::unsupported);
+    }
+    result<page<run_record>> list_runs(const std::string&, const run_list_request&) override {
+        return make_error_code(errc::unsupported);
+    }
+    result<page<dead_letter_view>> list_dead_letters_with_replays(const std::string&,
+                                                                  const std::string&,
+                                                                  const page_request&) override {
+        return make_error_code(errc::unsupported);
     }
 
     bridge_settings settings_;
