@@ -1,6 +1,6 @@
 // What must hold when several bridge nodes share one PostgreSQL database: each "node" here is its
 // own store instance (own connections, own intake writer) on the same database. The backend-neutral
-// behaviour is covered by store_contract_test.cpp (parameterised over backends).
+// behaviour is covered by store_contract*_test.cpp (parameterised over backends).
 #include "store/postgres/pg_migrations.hpp"
 #include "store/store.hpp"
 #include "support/eventually.hpp"

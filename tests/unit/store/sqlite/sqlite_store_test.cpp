@@ -1,4 +1,4 @@
-// SQLite-specific behaviour of the store (the shared contract is in store_contract_test.cpp). Uses
+// SQLite-specific behaviour of the store (the shared contract is in store_contract*_test.cpp). Uses
 // the backend's own connection wrapper to reach under the store, as only store/sqlite/ may.
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_due_queries.hpp"
