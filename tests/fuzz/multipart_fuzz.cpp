@@ -8,7 +8,7 @@
 #include <cstdint>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    namespace forms = wopbridge::forms;
+    namespace http = wopbridge::http;
     auto f = wopbridge::fuzz::split_fields(data, size, 2);
     (void)http::parse_header_value(f[0]);
     auto boundary = http::boundary_of(f[0]);
