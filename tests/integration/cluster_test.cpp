@@ -284,7 +284,7 @@ class ClusterTest : public ::testing::Test {
 
 TEST_F(ClusterTest, ANodeWithAnotherHostKeyRefusesToStartAndTheClusterServesOn) {
     key_files_ = {"host.key", "other.key"};
-    start_nodes(1);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(1));
     const std::string config = config_for(1);
     // Node 2's own key file (as the default var/host.key beside each config would be) is not
     // made: the store already has a key.
@@ -321,7 +321,7 @@ TEST_F(ClusterTest, ANodeWithAnotherHostKeyRefusesToStartAndTheClusterServesOn) 
 // drops the old key. Signatures verify and dedup keys match on every node at every step.
 TEST_F(ClusterTest, AHostKeyRotationKeepsSignaturesAndDedupAcrossTheCluster) {
     key_files_ = {"host.key", "host.key"};
-    start_nodes(2);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(2));
     auto post = [&](int node, const std::string& webhook_id) {
         std::vector<ingest_job> jobs;
         jobs.emplace_back(webhook_id, node);
@@ -380,7 +380,7 @@ TEST_F(ClusterTest, AHostKeyRotationKeepsSignaturesAndDedupAcrossTheCluster) {
 // connector sync reads it from the store), and a DELETE on one node ends it on the others.
 TEST_F(ClusterTest, AConnectorSubscriptionRegisteredOnOneNodeIsServedByEveryNode) {
     with_hello_ = true;
-    start_nodes(2);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(2));
     http_call reg;
     reg.method = "POST";
     reg.url = urls_[0] + "/v1/trigger-subscriptions";
@@ -421,13 +421,13 @@ TEST_F(ClusterTest, ASigkilledNodesClaimsStartOnAnotherNodeLongBeforeTheirLease)
     lease_ = "60s";
     node_timeout_ = "3s";
     stalled_node_key_ = node_key(0); // node 0 takes the delivery and never finishes it
-    start_nodes(1);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(1));
     std::vector<ingest_job> jobs;
     jobs.emplace_back(fresh_webhook_id(), 0);
     send_all(jobs, urls_, 1, [](int) {});
     ASSERT_EQ(jobs[0].status, 202) << jobs[0].body;
     ASSERT_TRUE(eventually([&] { return starts().size() == 1; })) << node_logs();
-    start_nodes(2); // node 1 joins while node 0 holds the claim
+    ASSERT_NO_FATAL_FAILURE(start_nodes(2)); // node 1 joins while node 0 holds the claim
     const auto killed = std::chrono::steady_clock::now();
     nodes_[0]->signal(SIGKILL);
     (void)nodes_[0]->wait_exit(10);
@@ -452,7 +452,7 @@ TEST_F(ClusterTest, ASigkilledNodesClaimsStartOnAnotherNodeLongBeforeTheirLease)
 
 TEST_F(ClusterTest, SigkilledNodeMidBurstLosesNothingAndItsLeasesMoveOn) {
     stalled_node_key_ = node_key(2);
-    start_nodes(3);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(3));
     ASSERT_EQ(nodes_.size(), 3u);
 
     // 180 events (216 requests), node i % 3; every tenth also to the two other nodes at once.
@@ -570,7 +570,7 @@ TEST_F(ClusterTest, SigkilledNodeMidBurstLosesNothingAndItsLeasesMoveOn) {
 }
 
 TEST_F(ClusterTest, PostgresOutageAnswers503ThenNodesReconnectByThemselves) {
-    start_nodes(2);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(2));
     ASSERT_EQ(nodes_.size(), 2u);
     std::vector<ingest_job> before{{fresh_webhook_id(), 0}, {fresh_webhook_id(), 1}};
     send_all(before, urls_, 2, [](int) {});
@@ -622,7 +622,7 @@ std::int64_t metric_value(const std::string& text, const std::string& series) {
 
 TEST_F(ClusterTest, ScheduleTicksFireOnceAcrossNodesAndStateChangesReachEveryNode) {
     with_schedule_ = true;
-    start_nodes(3);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(3));
     ASSERT_EQ(nodes_.size(), 3u);
 
     // Every node evaluates the 1 s schedule; each tick makes one delivery (ticks are epoch-aligned
@@ -696,7 +696,7 @@ TEST_F(ClusterTest, OutboundWebhookRegisteredOnOneNodeIsSentForRunsOfAnother) {
         got.push_back(r.body);
         return http_response{};
     });
-    start_nodes(2);
+    ASSERT_NO_FATAL_FAILURE(start_nodes(2));
     ASSERT_EQ(nodes_.size(), 2u);
     http_call reg;
     reg.method = "POST";

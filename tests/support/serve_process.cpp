@@ -1,6 +1,7 @@
 #include "support/serve_process.hpp"
 
 #include "support/build_paths.hpp"
+#include "support/child_process.hpp"
 #include "support/eventually.hpp"
 
 #include <chrono>
@@ -22,6 +23,17 @@ std::string read_text_file(const std::string& path) {
     return ss.str();
 }
 
+std::string thread_backtraces(pid_t pid) {
+    // A start that hangs says where: every thread's stack, when gdb is on the machine.
+    if (pid <= 0 || ::access("/usr/bin/gdb", X_OK) != 0) {
+        return "(no gdb: no backtraces)";
+    }
+    auto bt = run_program({"/usr/bin/gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex",
+                           "thread apply all bt"},
+                          60, {}, true);
+    return "backtraces of pid " + std::to_string(pid) + ":\n" + bt.stdout_text;
+}
+
 std::string sqlite_serve_prelude(const std::string& api_key) {
     // The crash tests post bursts from loopback: the default per-address limit is raised here.
     return "server: {listen: \"127.0.0.1:0\", "
@@ -39,6 +51,9 @@ bool serve_process::start(const std::string& config_file, const std::string& log
                           int deadline_s) {
     log_ = log_file;
     url_.clear();
+    // Measured before the fork: a child quick enough to log its banner before the parent reads
+    // the size would otherwise have that banner skipped.
+    const std::size_t skip = read_text_file(log_file).size();
     pid_ = ::fork();
     if (pid_ < 0) {
         error = "fork failed";
@@ -59,7 +74,6 @@ bool serve_process::start(const std::string& config_file, const std::string& log
     }
     // The startup banner carries "port":N. Several starts may append to one log: take the last.
     const std::regex port_re("\"event\":\"wopbridge.started\".*?\"port\":([0-9]+)");
-    const std::size_t skip = read_text_file(log_file).size();
     std::string fresh;
     bool exited = false;
     const bool settled = eventually(
@@ -82,7 +96,8 @@ bool serve_process::start(const std::string& config_file, const std::string& log
         return false;
     }
     if (!settled) {
-        error = "no startup line within the deadline:\n" + read_text_file(log_file);
+        error = "no startup line within the deadline:\n" + read_text_file(log_file) +
+                "\n" + thread_backtraces(pid_);
         return false;
     }
     return true;

@@ -10,9 +10,10 @@ namespace wopbridge::testing {
 
 class serve_process {
 public:
-    // Starts the program; stderr/stdout go to log_file. Returns false (with the log in `error`)
-    // when no startup line with a non-zero port appears within the deadline.
-    bool start(const std::string& config_file, const std::string& log_file, int deadline_s = 30);
+    // Starts the program; stderr/stdout go to log_file. Returns false (with the log and every
+    // thread's backtrace in `error`) when no startup line with a non-zero port appears within the
+    // deadline. The deadline is generous: a loaded 2-core CI machine can stall a start for seconds.
+    bool start(const std::string& config_file, const std::string& log_file, int deadline_s = 60);
     ~serve_process();
 
     const std::string& url() const noexcept { return url_; }
@@ -31,6 +32,9 @@ private:
 };
 
 std::string read_text_file(const std::string& path);
+
+// Every thread's stack of a live process (gdb -batch), for a test's failure message.
+std::string thread_backtraces(pid_t pid);
 
 // The top of a process-level test config: loopback on port 0, one API key (tenant default, scopes
 // webhooks:manage and runs:read), the SQLite store and host key beside the config file.
