@@ -1,7 +1,6 @@
 #include "slack/settings.hpp"
 
-#include <boost/json/parse.hpp>
-#include <boost/json/value.hpp>
+#include <wopbridge/json_config.hpp>
 
 namespace wopbridge::slack {
 
@@ -42,91 +41,36 @@ const char* const subscription_schema_json = R"({
 
 namespace {
 
-std::optional<std::vector<std::string>> string_list(const boost::json::value& v, const char* key,
-                                                    std::string& error) {
-    const auto* arr = v.if_array();
-    if (arr == nullptr || arr->empty()) {
-        error = std::string(key) + " must be a non-empty array of strings";
-        return std::nullopt;
-    }
-    std::vector<std::string> out;
-    for (const auto& item : *arr) {
-        const auto* s = item.if_string();
-        if (s == nullptr || s->empty()) {
-            error = std::string(key) + " must contain only non-empty strings";
-            return std::nullopt;
-        }
-        out.emplace_back(s->c_str(), s->size());
-    }
-    return out;
-}
-
-// Applies the keys of `json` to `out`; `allow_tolerance` is false for subscriptions.
+// Applies the keys of `json` to `out`; subscriptions may not set toleranceSeconds. The JSON Schemas
+// above say the same; this is what the module itself relies on.
 bool apply(settings& out, std::string_view json, bool connector_level, std::string& error) {
-    if (json.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-        json = "{}";
-    }
-    boost::system::error_code ec;
-    const auto doc = boost::json::parse(json, ec);
-    if (ec || !doc.is_object()) {
-        error = "settings must be a JSON object";
-        return false;
-    }
-    std::vector<std::string> secrets;
-    bool secrets_given = false;
-    for (const auto& [key, value] : doc.as_object()) {
-        if (key == "signingSecret") {
-            const auto* s = value.if_string();
-            if (s == nullptr || s->empty()) {
-                error = "signingSecret must be a non-empty string";
-                return false;
-            }
-            secrets.insert(secrets.begin(), std::string(s->c_str(), s->size()));
-            secrets_given = true;
-        } else if (key == "signingSecrets") {
-            auto list = string_list(value, "signingSecrets", error);
-            if (!list) {
-                return false;
-            }
-            secrets.insert(secrets.end(), list->begin(), list->end());
-            secrets_given = true;
-        } else if (key == "toleranceSeconds" && connector_level) {
-            if (!value.is_int64() && !value.is_uint64()) {
-                error = "toleranceSeconds must be an integer";
-                return false;
-            }
-            const auto t =
-                value.is_int64() ? value.as_int64() : static_cast<std::int64_t>(value.as_uint64());
-            if (t < 1 || t > 3600) {
-                error = "toleranceSeconds must be between 1 and 3600";
-                return false;
-            }
-            out.tolerance_seconds = t;
-        } else if (key == "eventTypes") {
-            auto list = string_list(value, "eventTypes", error);
-            if (!list) {
-                return false;
-            }
-            out.event_types = std::move(*list);
-        } else if (key == "channels") {
-            auto list = string_list(value, "channels", error);
-            if (!list) {
-                return false;
-            }
-            out.channels = std::move(*list);
-        } else {
-            error = "unknown setting \"" + std::string(key) + "\"";
-            return false;
-        }
-    }
-    if (secrets_given) {
-        out.signing_secrets = std::move(secrets);
-    }
-    if (connector_level && out.signing_secrets.empty()) {
-        error = "signingSecret or signingSecrets is required";
-        return false;
-    }
-    return true;
+    using namespace json_config;
+    return status_of_reading(error, [&] {
+               const auto o = parse_object(json, "settings", syntax_wording::must_be_object);
+               if (connector_level) {
+                   check_keys(o,
+                              {"signingSecret", "signingSecrets", "toleranceSeconds", "eventTypes",
+                               "channels"},
+                              "settings");
+                   out.tolerance_seconds =
+                       get_int(o, "toleranceSeconds", out.tolerance_seconds, 1, 3600);
+               } else {
+                   check_keys(o, {"signingSecret", "signingSecrets", "eventTypes", "channels"},
+                              "subscription settings");
+               }
+               if (auto secrets = get_rotating_secrets(o, "signingSecret", "signingSecrets")) {
+                   out.signing_secrets = std::move(*secrets);
+               }
+               if (auto list = get_string_list(o, "eventTypes")) {
+                   out.event_types = std::move(list);
+               }
+               if (auto list = get_string_list(o, "channels")) {
+                   out.channels = std::move(list);
+               }
+               if (connector_level && out.signing_secrets.empty()) {
+                   throw config_error("signingSecret or signingSecrets is required");
+               }
+           }) == status::ok;
 }
 
 } // namespace

@@ -1,7 +1,6 @@
 #include "sms/settings.hpp"
 
-#include <boost/json/parse.hpp>
-#include <boost/json/value.hpp>
+#include <wopbridge/json_config.hpp>
 
 namespace wopbridge::sms {
 
@@ -46,77 +45,42 @@ const char* const subscription_schema_json = subscription_schema.c_str();
 
 namespace {
 
+// Applies the keys of `json` to `out`; both levels accept the same keys (the schemas above).
 bool apply(settings& out, std::string_view json, bool connector_level, std::string& error) {
-    if (json.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-        json = "{}";
-    }
-    boost::system::error_code ec;
-    const auto doc = boost::json::parse(json, ec);
-    if (ec || !doc.is_object()) {
-        error = "settings must be a JSON object";
-        return false;
-    }
-    std::vector<std::string> tokens;
-    bool tokens_given = false;
-    for (const auto& [key, value] : doc.as_object()) {
-        const auto* s = value.if_string();
-        if (key == "authToken") {
-            if (s == nullptr || s->empty()) {
-                error = "authToken must be a non-empty string";
-                return false;
-            }
-            tokens.insert(tokens.begin(), std::string(s->c_str(), s->size()));
-            tokens_given = true;
-        } else if (key == "authTokens") {
-            const auto* arr = value.if_array();
-            if (arr == nullptr || arr->empty()) {
-                error = "authTokens must be a non-empty array of strings";
-                return false;
-            }
-            for (const auto& item : *arr) {
-                const auto* t = item.if_string();
-                if (t == nullptr || t->empty()) {
-                    error = "authTokens must contain only non-empty strings";
-                    return false;
-                }
-                tokens.emplace_back(t->c_str(), t->size());
-            }
-            tokens_given = true;
-        } else if (key == "publicUrl") {
-            const std::string_view url = s == nullptr ? std::string_view{} : std::string_view(*s);
-            if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0) {
-                error = "publicUrl must be an absolute http(s) URL";
-                return false;
-            }
-            out.public_url = std::string(url);
-        } else if (key == "autoReply") {
-            if (s == nullptr || s->empty()) {
-                error = "autoReply must be a non-empty string";
-                return false;
-            }
-            out.auto_reply = std::string(s->c_str(), s->size());
-        } else if (key == "statusCallbacks") {
-            if (s != nullptr && *s == "ignore") {
-                out.status_callbacks = status_callback_policy::ignore;
-            } else if (s != nullptr && *s == "deliver") {
-                out.status_callbacks = status_callback_policy::deliver;
-            } else {
-                error = "statusCallbacks must be \"ignore\" or \"deliver\"";
-                return false;
-            }
-        } else {
-            error = "unknown setting \"" + std::string(key) + "\"";
-            return false;
+    using namespace json_config;
+    return status_of_reading(error, [&] {
+               const auto o = parse_object(json, "settings", syntax_wording::must_be_object);
+               check_keys(o,
+                          {"authToken", "authTokens", "publicUrl", "autoReply", "statusCallbacks"},
+                          connector_level ? "settings" : "subscription settings");
+               if (auto tokens = get_rotating_secrets(o, "authToken", "authTokens")) {
+                   out.auth_tokens = std::move(*tokens);
+               }
+               if (o.contains("publicUrl")) {
+                   const auto* url = o.at("publicUrl").if_string();
+                   if (url == nullptr || (url->subview().rfind("https://", 0) != 0 &&
+                                          url->subview().rfind("http://", 0) != 0)) {
+                       throw config_error("publicUrl must be an absolute http(s) URL");
+                   }
+                   out.public_url = std::string(url->subview());
+               }
+               if (o.contains("autoReply")) {
+            out.auto_reply = get_string(o, "autoReply");
         }
-    }
-    if (tokens_given) {
-        out.auth_tokens = std::move(tokens);
-    }
-    if (connector_level && out.auth_tokens.empty()) {
-        error = "authToken or authTokens is required";
-        return false;
-    }
-    return true;
+               if (o.contains("statusCallbacks")) {
+                   const auto* policy = o.at("statusCallbacks").if_string();
+                   if (policy != nullptr && *policy == "ignore") {
+                       out.status_callbacks = status_callback_policy::ignore;
+                   } else if (policy != nullptr && *policy == "deliver") {
+                       out.status_callbacks = status_callback_policy::deliver;
+                   } else {
+                       throw config_error("statusCallbacks must be \"ignore\" or \"deliver\"");
+                   }
+               }
+               if (connector_level && out.auth_tokens.empty()) {
+                   throw config_error("authToken or authTokens is required");
+               }
+           }) == status::ok;
 }
 
 } // namespace

@@ -1,8 +1,8 @@
 #pragma once
 // Reading a connector's JSON settings with Boost.JSON (header-only, like json_bytes.hpp): the
-// typed getters the forms and email connectors share. A bad value throws config_error with a
-// one-line reason; the wrapper turns a throwing constructor into WB_ERR_INVALID with that reason,
-// and validate()/subscribe() catch it into their error string.
+// typed getters the forms, email, slack and sms connectors share. A bad value throws config_error
+// with a one-line reason; the wrapper turns a throwing constructor into WB_ERR_INVALID with that
+// reason, and validate()/subscribe() catch it into their error string.
 
 #include <wopbridge/connector_values.hpp>
 
@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace wopbridge::json_config {
 
@@ -38,11 +40,13 @@ template <class Fn> status status_of_reading(std::string& error, Fn&& read) {
 // What a settings text that is not JSON at all is told.
 enum class syntax_wording { not_valid_json, must_be_object };
 
-// `text` ("" reads as {}) as a JSON object; `what` names it in the reason ("config", "settings").
+// `text` ("" or only whitespace reads as {}) as a JSON object; `what` names it in the reason
+// ("config", "settings").
 inline boost::json::object parse_object(std::string_view text, std::string_view what,
                                         syntax_wording wording = syntax_wording::not_valid_json) {
     boost::system::error_code ec;
-    auto v = boost::json::parse(text.empty() ? std::string_view("{}") : text, ec);
+    const bool blank = text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+    auto v = boost::json::parse(blank ? std::string_view("{}") : text, ec);
     if (ec && wording == syntax_wording::not_valid_json) {
         throw config_error(std::string(what) + " is not valid JSON");
     }
@@ -91,6 +95,42 @@ inline std::string get_string(const boost::json::object& o, std::string_view key
         throw config_error(std::string(key) + " must be a non-empty string");
     }
     return std::string(it->value().as_string());
+}
+
+// A non-empty array of non-empty strings; nullopt when absent.
+inline std::optional<std::vector<std::string>> get_string_list(const boost::json::object& o,
+                                                               std::string_view key) {
+    auto it = o.find(key);
+    if (it == o.end()) {
+        return std::nullopt;
+    }
+    const auto* arr = it->value().if_array();
+    if (arr == nullptr || arr->empty()) {
+        throw config_error(std::string(key) + " must be a non-empty array of strings");
+    }
+    std::vector<std::string> out;
+    for (const auto& item : *arr) {
+        const auto* s = item.if_string();
+        if (s == nullptr || s->empty()) {
+            throw config_error(std::string(key) + " must contain only non-empty strings");
+        }
+        out.emplace_back(s->c_str(), s->size());
+    }
+    return out;
+}
+
+// A credential that rotates: `one` (a string, tried first) and `several` (a list), merged;
+// nullopt when neither is given. Reasons name the key, never the value.
+inline std::optional<std::vector<std::string>>
+get_rotating_secrets(const boost::json::object& o, std::string_view one, std::string_view several) {
+    std::optional<std::vector<std::string>> out = get_string_list(o, several);
+    if (o.contains(one)) {
+        if (!out) {
+            out.emplace();
+        }
+        out->insert(out->begin(), get_string(o, one));
+    }
+    return out;
 }
 
 } // namespace wopbridge::json_config
