@@ -1,120 +1,11 @@
-#include "app/bridge.hpp"
+// The bridge in-process: registration, intake and dedup, delivery, retry and dead letters,
+// the breaker, restarts, config subscriptions and schedule ticks.
+#include "bridge_fixture.hpp"
 
-#include "contract/events.hpp"
-#include "runs/run_starter.hpp"
-#include "store/store.hpp"
-#include "support/fake_clock.hpp"
-#include "support/scripted_run_starter.hpp"
-#include "support/temp_dir.hpp"
-
-#include <wopbridge/signatures.hpp>
-
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <future>
-#include <thread>
-
-namespace wopbridge {
+namespace wopbridge::bridge_testing {
 namespace {
-namespace json = boost::json;
-using behaviour = testing::scripted_run_starter::behaviour;
-
-class BridgeTest : public ::testing::Test {
-protected:
-    BridgeTest() {
-        settings_.host_key_file = dir_.file("host.key");
-        settings_.test_seams = true;
-        settings_.public_url = "http://127.0.0.1:9999/";
-        settings_.default_retry = {3, backoff_kind::fixed, 1000, 60000, false};
-        settings_.default_breaker = {100, 30000};
-        settings_.attempt_timeout_ms = 5000;
-    }
-    ~BridgeTest() override { bridge_.reset(); }
-
-    void open(bool before_commit = false) {
-        sqlite_options o;
-        o.path = dir_.file("bridge.db");
-        auto st = open_sqlite_store(o);
-        ASSERT_TRUE(st.has_value()) << st.error().message();
-        auto starter = std::make_unique<testing::scripted_run_starter>(
-            std::vector<std::string>{"wf", "wf-fail"}, before_commit);
-        starter_ = starter.get();
-        starter_->set_behaviour("wf-fail", behaviour::transient);
-        bridge_ = std::make_unique<bridge>(settings_, std::move(*st), std::move(starter), clock_, random_);
-    }
-
-    registration_result register_webhook(const std::string& workflow = "wf",
-                                         std::optional<retry_policy> retry = {},
-                                         verification_mode mode = verification_mode::required,
-                                         const std::string& tenant = "acme") {
-        registration_request req;
-        req.tenant = tenant;
-        req.workflow_id = workflow;
-        req.retry = retry;
-        req.verification = mode;
-        auto r = bridge_->register_subscription(req);
-        EXPECT_TRUE(r.has_value());
-        return r.value();
-    }
-
-    template <class Start>
-    static submit_result wait_submit(Start start) {
-        auto p = std::make_shared<std::promise<submit_result>>();
-        auto f = p->get_future();
-        start([p](submit_result r) { p->set_value(std::move(r)); });
-        EXPECT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-        return f.get();
-    }
-
-    submit_result submit(const std::string& sub_id, const std::string& event_id) {
-        inbound_submission s;
-        s.subscription_id = sub_id;
-        s.provider_event_id = event_id;
-        s.received_at = clock_.now_ms();
-        s.content_json = R"({"webhook":{"method":"POST","headers":{},"body":{"secret-ish":"x"}}})";
-        return wait_submit([&](submit_callback cb) { bridge_->submit(s, std::move(cb)); });
-    }
-
-    inbound_http_request signed_post(const registration_result& reg, const std::string& webhook_id,
-                                     const std::string& body = R"({"hello":"world"})") {
-        std::int64_t ts = clock_.now_ms() / 1000;
-        inbound_http_request r;
-        r.target = "/v1/ingest/" + reg.record.id;
-        r.body = body;
-        r.headers = {{"content-type", "application/json"},
-                     {"webhook-id", webhook_id},
-                     {"webhook-timestamp", std::to_string(ts)},
-                     {"webhook-signature",
-                      *sig::sign_standard_webhooks(reg.signing_secret, webhook_id, ts, body)}};
-        return r;
-    }
-
-    submit_result ingest(const std::string& id, const inbound_http_request& req) {
-        return wait_submit([&](submit_callback cb) { bridge_->ingest_webhook(id, req, std::move(cb)); });
-    }
-
-    std::vector<run_event> run_log(const std::string& run_id, const std::string& tenant = "acme") {
-        auto r = bridge_->read_events(tenant, run_id, -1, 1000);
-        EXPECT_TRUE(r.has_value());
-        return r ? r->events : std::vector<run_event>{};
-    }
-
-    static json::object payload(const run_event& e) { return json::parse(e.payload_json).as_object(); }
-
-    sub_state state_of(const std::string& id, const std::string& tenant = "acme") {
-        return bridge_->get_subscription(tenant, id).value().record.state;
-    }
-
-    testing::temp_dir dir_;
-    testing::fake_clock clock_;
-    testing::seeded_random random_{11};
-    bridge_settings settings_;
-    testing::scripted_run_starter* starter_ = nullptr;
-    std::unique_ptr<bridge> bridge_;
-};
 
 TEST_F(BridgeTest, RegistrationMintsSecretOnceAndStoresOnlyAFingerprint) {
     open();
@@ -311,14 +202,16 @@ TEST_F(BridgeTest, PausedSubscriptionAnswersNotActiveAndResumeDeliversAgain) {
     // paused -> failed is not an operator transition
     EXPECT_EQ(bridge_->set_state("acme", reg.record.id, sub_state::failed).error(),
               make_error_code(errc::conflict));
-    EXPECT_EQ(bridge_->set_state("acme", reg.record.id, sub_state::active)->state, sub_state::active);
+    EXPECT_EQ(bridge_->set_state("acme", reg.record.id, sub_state::active)->state,
+              sub_state::active);
     EXPECT_EQ(ingest(reg.record.id, signed_post(reg, "msg_paused_0000000002")).status,
               submit_status::accepted);
 }
 
 TEST_F(BridgeTest, ExhaustionDeadLettersWithStateChangeAndDeadLetterRecord) {
     open();
-    auto reg = register_webhook("wf-fail", retry_policy{2, backoff_kind::fixed, 1000, 60000, false});
+    auto reg =
+        register_webhook("wf-fail", retry_policy{2, backoff_kind::fixed, 1000, 60000, false});
     auto res = submit(reg.record.id, "evt-exhaust-1");
     ASSERT_EQ(res.status, submit_status::accepted);
     EXPECT_EQ(bridge_->run_due(clock_.now_ms()), 1);
@@ -350,7 +243,8 @@ TEST_F(BridgeTest, ExhaustionDeadLettersWithStateChangeAndDeadLetterRecord) {
     EXPECT_FALSE(bridge_->get_run("acme", res.run_id).has_value()); // no run for a dead letter
 
     // Operator re-activation.
-    EXPECT_EQ(bridge_->set_state("acme", reg.record.id, sub_state::active)->state, sub_state::active);
+    EXPECT_EQ(bridge_->set_state("acme", reg.record.id, sub_state::active)->state,
+              sub_state::active);
 }
 
 TEST_F(BridgeTest, PermanentFailureDeadLettersAtOnce) {
@@ -373,7 +267,8 @@ TEST_F(BridgeTest, BackoffNoneRetriesAtOnceUntilExhausted) {
 TEST_F(BridgeTest, BreakerOpensThenADeliveredProbeReactivates) {
     settings_.default_breaker = {2, 30000};
     open();
-    auto reg = register_webhook("wf-fail", retry_policy{10, backoff_kind::fixed, 1000, 60000, false});
+    auto reg =
+        register_webhook("wf-fail", retry_policy{10, backoff_kind::fixed, 1000, 60000, false});
     submit(reg.record.id, "evt-breaker-1");
     bridge_->run_due(clock_.now_ms());
     EXPECT_EQ(state_of(reg.record.id), sub_state::active);
@@ -405,7 +300,8 @@ TEST_F(BridgeTest, BreakerOpensThenADeliveredProbeReactivates) {
 TEST_F(BridgeTest, OperatorReactivationOfAFailedSubscriptionStartsAFreshCount) {
     settings_.default_breaker = {2, 30000};
     open();
-    auto reg = register_webhook("wf-fail", retry_policy{10, backoff_kind::fixed, 1000, 60000, false});
+    auto reg =
+        register_webhook("wf-fail", retry_policy{10, backoff_kind::fixed, 1000, 60000, false});
     submit(reg.record.id, "evt-reactivate-1");
     bridge_->run_due(clock_.now_ms());
     clock_.advance(1000);
@@ -422,7 +318,8 @@ TEST_F(BridgeTest, OperatorReactivationOfAFailedSubscriptionStartsAFreshCount) {
 
 TEST_F(BridgeTest, RestartMidRetryKeepsAttemptCountAndDueTime) {
     open();
-    auto reg = register_webhook("wf-fail", retry_policy{5, backoff_kind::fixed, 10000, 60000, false});
+    auto reg =
+        register_webhook("wf-fail", retry_policy{5, backoff_kind::fixed, 10000, 60000, false});
     auto res = submit(reg.record.id, "evt-restart-1");
     bridge_->run_due(clock_.now_ms());
     const millis due = clock_.now_ms() + 10000;
@@ -564,69 +461,5 @@ TEST_F(BridgeTest, ScheduleTicksBecomeDeliveriesOncePerTick) {
     EXPECT_EQ(bridge_->run_schedules_due(clock_.now_ms() + 120000), 0);
 }
 
-TEST_F(BridgeTest, SeamDeliverAnswersAfterRunStartedIsPersisted) {
-    open();
-    auto r = bridge_->seam_deliver({"acme", "deliver", "", ""});
-    ASSERT_TRUE(r.has_value()) << r.error().message();
-    EXPECT_EQ(r->delivered_count, 1);
-    auto log = bridge_->seam_events("acme", r->run_id).value();
-    ASSERT_GE(log.size(), 2u);
-    EXPECT_EQ(log[0].type, events::delivery_attempted_type);
-    EXPECT_EQ(log[1].type, events::run_started_type);
-    EXPECT_EQ(log[1].causation_id, log[0].event_id);
-}
-
-TEST_F(BridgeTest, SeamDedupEchoesTheKeyAndDeliversOnce) {
-    open();
-    auto r = bridge_->seam_deliver({"acme", "dedup", "conformance-key-123", "email"});
-    ASSERT_TRUE(r.has_value());
-    auto log = bridge_->seam_events("acme", r->run_id).value();
-    int delivered = 0;
-    for (const auto& e : log) {
-        if (e.type == events::delivery_attempted_type) {
-            EXPECT_EQ(payload(e)["dedupKey"], "conformance-key-123");
-            delivered += payload(e)["outcome"] == "delivered";
-        }
-    }
-    EXPECT_EQ(delivered, 1);
-    EXPECT_EQ(bridge_->get_subscription("acme", r->subscription_id)->record.source, source_kind::email);
-}
-
-TEST_F(BridgeTest, SeamExhaustRunsToDeadLetterBeforeAnswering) {
-    open();
-    ASSERT_TRUE(bridge_->start().has_value()); // the engine thread runs alongside the seam
-    auto started = std::chrono::steady_clock::now();
-    auto r = bridge_->seam_deliver({"acme", "exhaust", "", ""});
-    ASSERT_TRUE(r.has_value());
-    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
-    EXPECT_EQ(r->run_id, r->subscription_id);
-    auto log = bridge_->seam_events("acme", r->run_id).value();
-    ASSERT_EQ(log.size(), 3u);
-    EXPECT_EQ(payload(log[1])["outcome"], "dead-lettered");
-    auto change = payload(log[2]);
-    EXPECT_EQ(change["toState"], "dead-lettered");
-    EXPECT_EQ(change["fromState"], "active");
-    EXPECT_EQ(change["source"], "webhook");
-    EXPECT_EQ(change["reason"], "retry-exhausted");
-    bridge_->stop();
-}
-
-TEST_F(BridgeTest, SeamEventsForUnknownIdsAreEmptyAndResetClearsSeamSubscriptions) {
-    open();
-    EXPECT_TRUE(bridge_->seam_events("acme", "__probe__").value().empty());
-    auto r = bridge_->seam_deliver({"acme", "deliver", "", ""});
-    ASSERT_TRUE(r.has_value());
-    EXPECT_FALSE(bridge_->seam_deliver({"acme", "bogus", "", ""}).has_value());
-    ASSERT_TRUE(bridge_->seam_reset("acme").has_value());
-    EXPECT_FALSE(bridge_->get_subscription("acme", r->subscription_id).has_value());
-}
-
-TEST_F(BridgeTest, SeamsAreAbsentWithoutTheSwitch) {
-    settings_.test_seams = false;
-    open();
-    EXPECT_FALSE(bridge_->seam_events("acme", "__probe__").has_value());
-    EXPECT_FALSE(bridge_->seam_deliver({"acme", "deliver", "", ""}).has_value());
-}
-
 } // namespace
-} // namespace wopbridge
+} // namespace wopbridge::bridge_testing
