@@ -1,176 +1,12 @@
-// The HTTP surface end to end: a real http::server on 127.0.0.1:0 in-process, the real bridge on a
-// temporary SQLite file, and libcurl as the client.
+// The HTTP surface end to end (http_server_fixture.hpp): discovery, registration, signed ingest and
+// dedup, dead letters and their pages, tenants, polls and event streams, limits and a graceful
+// stop.
+#include "http_server_fixture.hpp"
 
-#include "app/bridge.hpp"
-#include "http/api.hpp"
-#include "http/server.hpp"
-#include "store/store.hpp"
-#include "support/eventually.hpp"
-#include "support/http_client.hpp"
-#include "support/schema_check.hpp"
-#include "support/scripted_run_starter.hpp"
-#include "support/temp_dir.hpp"
-#include "support/webhook_signer.hpp"
-
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <chrono>
-#include <mutex>
-#include <set>
-#include <thread>
-
-namespace wopbridge {
+namespace wopbridge::http_server_testing {
 namespace {
-
-namespace json = boost::json;
-using testing::eventually;
-using testing::http_call;
-using testing::http_headers;
-using testing::http_reply;
-using behaviour = testing::scripted_run_starter::behaviour;
-
-struct webhook_registration {
-    std::string id;
-    std::string secret;
-    std::string ingest_path;
-};
-
-class HttpServerTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        settings_.host_key_file = dir_.file("host.key");
-        settings_.test_seams = true;
-        settings_.public_url = "http://127.0.0.1:1";
-        settings_.default_retry = {3, backoff_kind::fixed, 100, 100, false};
-        settings_.local_workflows = {"conformance-noop", "wf-running", "wf-fail"};
-        settings_.dead_letter_max_page_size = 100;
-        open_bridge();
-        start_server();
-    }
-    void TearDown() override { stop_all(); }
-
-    void open_bridge() {
-        sqlite_options o;
-        o.path = dir_.file("bridge.db");
-        auto st = open_sqlite_store(o);
-        ASSERT_TRUE(st.has_value()) << st.error().message();
-        auto starter = std::make_unique<testing::scripted_run_starter>(settings_.local_workflows);
-        starter->set_behaviour("wf-running", behaviour::keep_running);
-        starter->set_behaviour("wf-fail", behaviour::transient);
-        bridge_ = std::make_unique<bridge>(settings_, std::move(*st), std::move(starter), clock_,
-                                           random_);
-        ASSERT_TRUE(bridge_->start().has_value());
-    }
-
-    void start_server(std::size_t max_body = 64 * 1024,
-                      std::chrono::milliseconds header_timeout = std::chrono::seconds(10)) {
-        http::server_options so;
-        so.header_timeout = header_timeout;
-        so.idle_timeout = header_timeout * 2;
-        so.host = "127.0.0.1";
-        so.port = 0;
-        so.threads = 2;
-        so.worker_threads = 4;
-        server_ = std::make_unique<http::server>(so);
-        http::api_options ao;
-        ao.keys = {{"hk_acme", "acme", {"webhooks:manage", "runs:read", "runs:create"}},
-                   {"hk_globex", "globex", {"webhooks:manage", "runs:read", "runs:create"}},
-                   {"hk_readonly", "acme", {"runs:read"}}};
-        ao.max_body_bytes = max_body;
-        ao.ingest_max_body_bytes = max_body;
-        api_ = std::make_unique<http::http_api>(ao, *bridge_, nullptr, server_->scheduler());
-        ASSERT_TRUE(server_->start(*api_).has_value());
-        base_ = "http://127.0.0.1:" + std::to_string(server_->port());
-    }
-
-    void stop_server() {
-        if (server_) {
-            server_->stop(std::chrono::seconds(10));
-        }
-        server_.reset();
-        api_.reset();
-    }
-
-    void stop_all() {
-        stop_server();
-        if (bridge_) {
-            bridge_->stop();
-        }
-        bridge_.reset();
-    }
-
-    http_reply call(const std::string& method, const std::string& path,
-                    const std::string& body = {}, const std::string& key = "hk_acme",
-                    http_headers headers = {}, long timeout_ms = 20000) {
-        http_call c;
-        c.method = method;
-        c.url = base_ + path;
-        c.body = body;
-        c.headers = std::move(headers);
-        c.timeout_ms = timeout_ms;
-        if (!key.empty()) {
-            c.headers.emplace_back("Authorization", "Bearer " + key);
-        }
-        if (!body.empty()) {
-            c.headers.emplace_back("Content-Type", "application/json");
-        }
-        return testing::perform(c);
-    }
-
-    webhook_registration register_webhook(const std::string& workflow = "conformance-noop",
-                                          const std::string& key = "hk_acme") {
-        auto r = call("POST", "/v1/trigger-subscriptions",
-                      R"({"source":"webhook","workflowId":")" + workflow +
-                          R"(","retryPolicy":{"maxAttempts":3,"backoff":"fixed"}})",
-                      key);
-        EXPECT_EQ(r.status, 201) << r.body;
-        auto v = json::parse(r.body);
-        EXPECT_TRUE(testing::expect_valid(v, "wopbridge/registration-response.schema.json"));
-        webhook_registration reg;
-        reg.id = std::string(v.at("subscription").at("subscriptionId").as_string());
-        reg.secret = std::string(v.at("binding").at("signingSecret").as_string());
-        std::string url(v.at("binding").at("ingestUrl").as_string());
-        reg.ingest_path = url.substr(url.find("/v1/ingest/"));
-        return reg;
-    }
-
-    http_reply ingest(const webhook_registration& reg, const std::string& webhook_id,
-                      const std::string& body = R"({"order":42})", std::int64_t skew_s = 0,
-                      const std::string& secret_override = {}) {
-        auto ts = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count() +
-                  skew_s;
-        auto headers = testing::standard_webhook_headers(
-            secret_override.empty() ? reg.secret : secret_override, webhook_id, ts, body);
-        return call("POST", reg.ingest_path, body, "", headers);
-    }
-
-
-    static void expect_envelope(const http_reply& r, long status, std::string_view code) {
-        EXPECT_EQ(r.status, status) << r.body;
-        auto v = json::parse(r.body);
-        EXPECT_TRUE(testing::expect_valid(v, "wopbridge/error-envelope.schema.json"));
-        EXPECT_EQ(v.at("error").as_string(), code) << r.body;
-    }
-
-    testing::temp_dir dir_;
-    system_clock_source clock_;
-    system_random_source random_;
-    bridge_settings settings_;
-    std::unique_ptr<bridge> bridge_;
-    std::unique_ptr<http::server> server_;
-    std::unique_ptr<http::http_api> api_;
-    std::string base_;
-};
 
 TEST_F(HttpServerTest, DiscoveryOpenApiAndHealthAreServedWithoutCredentials) {
     auto caps = call("GET", "/.well-known/openwop", "", "");
@@ -335,14 +171,15 @@ TEST_F(HttpServerTest, AnotherTenantsIdsAnswerNotFound) {
     auto accepted = ingest(reg, testing::fresh_webhook_id());
     std::string run_id(json::parse(accepted.body).at("runId").as_string());
     for (const auto& path :
-         {"/v1/trigger-subscriptions/" + reg.id, "/v1/trigger-subscriptions/" + reg.id + "/dead-letters",
+         {"/v1/trigger-subscriptions/" + reg.id,
+          "/v1/trigger-subscriptions/" + reg.id + "/dead-letters",
           "/v1/trigger-subscriptions/" + reg.id + "/deliveries", "/v1/runs/" + run_id,
           "/v1/runs/" + run_id + "/events/poll?timeout=1"}) {
         expect_envelope(call("GET", path, "", "hk_globex"), 404, "not_found");
     }
-    expect_envelope(call("PATCH", "/v1/trigger-subscriptions/" + reg.id, R"({"state":"paused"})",
-                         "hk_globex"),
-                    404, "not_found");
+    expect_envelope(
+        call("PATCH", "/v1/trigger-subscriptions/" + reg.id, R"({"state":"paused"})", "hk_globex"),
+        404, "not_found");
     auto list = json::parse(call("GET", "/v1/trigger-subscriptions", "", "hk_globex").body);
     EXPECT_TRUE(list.at("subscriptions").as_array().empty());
 }
@@ -357,8 +194,8 @@ TEST_F(HttpServerTest, PollAnswersAtOnceWithEventsAndWaitsWithout) {
     auto events = json::parse(first.body).at("events").as_array();
     ASSERT_FALSE(events.empty());
     auto last = events.back().at("sequence").as_int64();
-    auto waited = call("GET", "/v1/runs/" + run_id + "/events/poll?timeout=1&lastSequence=" +
-                                  std::to_string(last));
+    auto waited = call("GET", "/v1/runs/" + run_id +
+                                  "/events/poll?timeout=1&lastSequence=" + std::to_string(last));
     ASSERT_EQ(waited.status, 200);
     EXPECT_GE(waited.seconds, 0.9);
     EXPECT_TRUE(json::parse(waited.body).at("events").as_array().empty());
@@ -400,9 +237,10 @@ TEST_F(HttpServerTest, BodiesPastTheLimitAnswer413) {
     std::string big(10000, 'x');
     auto r = ingest(reg, testing::fresh_webhook_id(), "\"" + big + "\"");
     expect_envelope(r, 413, "payload_too_large");
-    auto reg_big = call("POST", "/v1/trigger-subscriptions",
-                        R"({"source":"webhook","workflowId":"conformance-noop","inputMapping":{"x":")" +
-                            big + "\"}}");
+    auto reg_big =
+        call("POST", "/v1/trigger-subscriptions",
+             R"({"source":"webhook","workflowId":"conformance-noop","inputMapping":{"x":")" + big +
+                 "\"}}");
     expect_envelope(reg_big, 413, "payload_too_large");
     EXPECT_EQ(ingest(reg, testing::fresh_webhook_id()).status, 202); // the server still serves
 }
@@ -437,125 +275,6 @@ TEST_F(HttpServerTest, SlowHeadersAreCutOffAtTheHeaderTimeout) {
     EXPECT_TRUE(closed) << "the server kept a slow header open";
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
     EXPECT_EQ(call("GET", "/healthz", "", "").status, 200); // and still serves others
-}
-
-TEST_F(HttpServerTest, ConformanceSeamsWork) {
-    auto probe = call("GET", "/v1/host/sample/test/runs/__probe__/events");
-    ASSERT_EQ(probe.status, 200);
-    EXPECT_EQ(json::parse(probe.body), json::parse(R"({"events":[]})"));
-    expect_envelope(call("POST", "/v1/host/sample/trigger-bridge/deliver", R"({"scenario":"nope"})"),
-                    400, "validation_error");
-
-    auto deliver = call("POST", "/v1/host/sample/trigger-bridge/deliver", R"({"scenario":"deliver"})");
-    ASSERT_EQ(deliver.status, 200) << deliver.body;
-    std::string run_id(json::parse(deliver.body).at("runId").as_string());
-    auto events = json::parse(call("GET", "/v1/host/sample/test/runs/" + run_id + "/events").body);
-    std::string attempted;
-    std::string causation;
-    for (const auto& e : events.at("events").as_array()) {
-        if (e.at("type") == "trigger.delivery.attempted") {
-            attempted = std::string(e.at("eventId").as_string());
-        }
-        if (e.at("type") == "run.started") {
-            causation = std::string(e.at("causationId").as_string());
-        }
-    }
-    EXPECT_FALSE(attempted.empty());
-    EXPECT_EQ(causation, attempted);
-
-    auto dedup = call("POST", "/v1/host/sample/trigger-bridge/deliver",
-                      R"({"scenario":"dedup","dedupKey":"conf-key-7"})");
-    ASSERT_EQ(dedup.status, 200) << dedup.body;
-    std::string dedup_sub(json::parse(dedup.body).at("subscriptionId").as_string());
-    std::string dedup_run(json::parse(dedup.body).at("runId").as_string());
-    auto attempts = json::parse(call("GET", "/v1/host/sample/test/runs/" + dedup_run +
-                                                "/events?type=trigger.delivery.attempted")
-                                    .body);
-    ASSERT_FALSE(attempts.at("events").as_array().empty());
-    for (const auto& e : attempts.at("events").as_array()) {
-        EXPECT_EQ(e.at("payload").at("dedupKey").as_string(), "conf-key-7");
-    }
-
-    auto exhaust = call("POST", "/v1/host/sample/trigger-bridge/deliver", R"({"scenario":"exhaust"})");
-    ASSERT_EQ(exhaust.status, 200) << exhaust.body;
-    std::string carrier(json::parse(exhaust.body).at("runId").as_string());
-    auto log = json::parse(call("GET", "/v1/host/sample/test/runs/" + carrier + "/events").body);
-    bool dead_lettered = false;
-    bool state_changed = false;
-    for (const auto& e : log.at("events").as_array()) {
-        if (e.at("type") == "trigger.delivery.attempted" &&
-            e.at("payload").at("outcome") == "dead-lettered") {
-            dead_lettered = true;
-        }
-        if (e.at("type") == "trigger.subscription.state.changed") {
-            EXPECT_TRUE(testing::expect_valid_payload(
-                e.at("payload"),
-                "run-event-payloads.schema.json#/$defs/triggerSubscriptionStateChanged"));
-            state_changed = e.at("payload").at("toState") == "dead-lettered";
-        }
-    }
-    EXPECT_TRUE(dead_lettered) << json::serialize(log);
-    EXPECT_TRUE(state_changed) << json::serialize(log);
-    auto reset = call("POST", "/v1/host/sample/test/reset", "{}");
-    EXPECT_GE(reset.status, 200);
-    EXPECT_LT(reset.status, 300);
-}
-
-// CONTRACT.md (g) `refused`: a forged post through the real intake is a run-less dead-lettered
-// attempt, no state change, the subscription stays active, and a following deliver on it runs.
-TEST_F(HttpServerTest, RefusedSeamRecordsTheRefusalAndLeavesTheSubscriptionDeliverable) {
-    auto refused =
-        call("POST", "/v1/host/sample/trigger-bridge/deliver", R"({"scenario":"refused"})");
-    ASSERT_EQ(refused.status, 200) << refused.body;
-    auto answer = json::parse(refused.body).as_object();
-    EXPECT_EQ(answer.at("outcome"), "dead-lettered");
-    EXPECT_EQ(answer.at("subscriptionState"), "active");
-    const std::string sub_id(answer.at("subscriptionId").as_string());
-    const std::string carrier(answer.at("runId").as_string());
-    auto log = json::parse(call("GET", "/v1/host/sample/test/runs/" + carrier + "/events").body);
-    int refusals = 0;
-    for (const auto& e : log.at("events").as_array()) {
-        EXPECT_NE(e.at("type"), "trigger.subscription.state.changed") << json::serialize(log);
-        EXPECT_NE(e.at("type"), "run.started") << json::serialize(log);
-        if (e.at("type") == "trigger.delivery.attempted") {
-            EXPECT_EQ(e.at("payload").at("outcome"), "dead-lettered");
-            EXPECT_FALSE(e.at("payload").as_object().contains("runId")) << json::serialize(e);
-            EXPECT_TRUE(testing::expect_valid_payload(
-                e.at("payload"), "run-event-payloads.schema.json#/$defs/triggerDeliveryAttempted"));
-            ++refusals;
-        }
-    }
-    EXPECT_EQ(refusals, 1) << json::serialize(log);
-    auto read = call("GET", "/v1/trigger-subscriptions/" + sub_id);
-    ASSERT_EQ(read.status, 200) << read.body;
-    EXPECT_EQ(json::parse(read.body).at("subscription").at("state"), "active");
-
-    auto deliver = call("POST", "/v1/host/sample/trigger-bridge/deliver",
-                        R"({"scenario":"deliver","subscriptionId":")" + sub_id + R"("})");
-    ASSERT_EQ(deliver.status, 200) << deliver.body;
-    auto delivered = json::parse(deliver.body).as_object();
-    EXPECT_EQ(delivered.at("subscriptionId").as_string(), sub_id);
-    const std::string run_id(delivered.at("runId").as_string());
-    auto run_log = json::parse(call("GET", "/v1/host/sample/test/runs/" + run_id + "/events").body);
-    bool started = false;
-    for (const auto& e : run_log.at("events").as_array()) {
-        started = started || e.at("type") == "run.started";
-    }
-    EXPECT_TRUE(started) << json::serialize(run_log);
-    expect_envelope(call("POST", "/v1/host/sample/trigger-bridge/deliver",
-                         R"({"scenario":"exhaust","subscriptionId":")" + sub_id + R"("})"),
-                    400, "validation_error");
-}
-
-TEST_F(HttpServerTest, SeamsAnswerNotFoundWhenDisabled) {
-    stop_all();
-    settings_.test_seams = false;
-    open_bridge();
-    start_server();
-    expect_envelope(call("POST", "/v1/host/sample/trigger-bridge/deliver",
-                         R"({"scenario":"deliver"})"),
-                    404, "not_found");
-    expect_envelope(call("GET", "/v1/host/sample/test/runs/__probe__/events"), 404, "not_found");
 }
 
 TEST_F(HttpServerTest, GracefulStopLosesNoAcknowledgedIngest) {
@@ -611,4 +330,4 @@ TEST_F(HttpServerTest, GracefulStopLosesNoAcknowledgedIngest) {
 }
 
 } // namespace
-} // namespace wopbridge
+} // namespace wopbridge::http_server_testing
