@@ -1,5 +1,5 @@
 #include "http_driver.hpp"
-#include "response_parser.hpp"
+#include "connection_slot.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -28,24 +28,6 @@ std::uint64_t mono_ns(steady::time_point t) {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
 }
-
-struct conn {
-    enum class st { closed, connecting, idle, busy };
-    int fd = -1;
-    st state = st::closed;
-    bool in_idle_stack = false;
-    bool resend = false;        // connecting again to resend the current request
-    bool want_out = false;      // EPOLLOUT registered
-    bool got_bytes = false;     // a byte of the current response arrived
-    bool retried = false;       // the current request was resent once already
-    std::uint64_t served = 0;   // responses on this socket
-    std::size_t req = 0;        // global request index
-    std::uint64_t t0_ns = 0;    // latency origin: scheduled (open) or written (closed), since start
-    std::uint64_t since_ns = 0; // request written / connect started (for the timeout)
-    std::size_t woff = 0;
-    int connect_err = 0;
-    response_parser parser;
-};
 
 constexpr std::uint64_t timer_tag = ~std::uint64_t{0};
 
@@ -594,17 +576,7 @@ load_result run_load(const load_options& opts, const request_set& requests,
     }
     load_result out;
     for (auto& w : workers) {
-        const auto& r = w->res;
-        out.latency.merge(r.latency);
-        out.sent += r.sent;
-        out.ok += r.ok;
-        out.errors += r.errors;
-        out.status_5xx += r.status_5xx;
-        out.transport_errors += r.transport_errors;
-        out.reconnects += r.reconnects;
-        out.elapsed_s = std::max(out.elapsed_s, r.elapsed_s);
-        out.max_launch_lag_us = std::max(out.max_launch_lag_us, r.max_launch_lag_us);
-        out.cycled = out.cycled || r.cycled;
+        out.merge(w->res);
         if (observe) {
             const double interval_ms = opts.rate > 0 ? 1000.0 / opts.rate : 0;
             for (auto& [idx, body] : w->bodies) {
