@@ -64,27 +64,11 @@ void http_api::arm_changes(const std::shared_ptr<sse_session>& s) {
                 s->stream->write("event: change\ndata: {}\n\n");
             }
         });
-        bool ended = false;
-        {
-            std::lock_guard lock(s->mu);
-            ended = s->ended;
-            if (!ended) {
-                s->flush = timer;
-            }
-        }
-        if (ended) {
+        if (!s->keep(&sse_session::flush, timer)) {
             tasks_.cancel(timer);
         }
     });
-    bool ended = false;
-    {
-        std::lock_guard lock(s->mu);
-        ended = s->ended;
-        if (!ended) {
-            s->watch = token;
-        }
-    }
-    if (ended) {
+    if (!s->keep(&sse_session::watch, token)) {
         bridge_.cancel_changes_watch(token);
     }
 }

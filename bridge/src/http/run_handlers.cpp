@@ -25,7 +25,6 @@ struct http_api::poll_wait {
     std::uint64_t waiter = 0;
 };
 
-
 namespace {
 
 http_response poll_body(const poll_result& r) {
@@ -33,9 +32,8 @@ http_response poll_body(const poll_result& r) {
     for (const auto& e : r.events) {
         events.push_back(wire::run_event(e));
     }
-    return http_response::json(
-        200, json::serialize(json::object{{"events", std::move(events)},
-                                          {"isComplete", r.is_complete}}));
+    return http_response::json(200, json::serialize(json::object{{"events", std::move(events)},
+                                                                 {"isComplete", r.is_complete}}));
 }
 
 std::string sse_frame(const run_event& e) {
@@ -77,14 +75,16 @@ void http_api::get_run_output(context& ctx) {
     ctx.sink->send(std::move(res));
 }
 
-// ---- long poll -------------------------------------------------------------------------------------
+// ---- long poll
+// -------------------------------------------------------------------------------------
 
 void http_api::poll_events(std::shared_ptr<context> ctx) {
     std::int64_t after = -1;
     if (auto last = ctx->req.query_param("lastSequence")) {
         long long n = 0;
         if (!detail::parse_int(*last, n, true) || n < -1) {
-            ctx->sink->send(validation_error("lastSequence", "lastSequence must be an integer >= -1"));
+            ctx->sink->send(
+                validation_error("lastSequence", "lastSequence must be an integer >= -1"));
             return;
         }
         after = n;
@@ -118,9 +118,8 @@ void http_api::poll_events(std::shared_ptr<context> ctx) {
             finish_poll(w, poll_body(poll_result{}));
         }
     });
-    auto timer = tasks_.after(std::chrono::seconds(timeout_s), [this, w] {
-        finish_poll(w, poll_body(poll_result{}));
-    });
+    auto timer = tasks_.after(std::chrono::seconds(timeout_s),
+                              [this, w] { finish_poll(w, poll_body(poll_result{})); });
     bool finished_early = false;
     {
         std::lock_guard lock(w->mu);
@@ -195,7 +194,8 @@ void http_api::finish_poll(const std::shared_ptr<poll_wait>& w, http_response re
     w->ctx->sink->send(std::move(res));
 }
 
-// ---- Server-Sent Events ----------------------------------------------------------------------------
+// ---- Server-Sent Events
+// ----------------------------------------------------------------------------
 
 void http_api::stream_events(std::shared_ptr<context> ctx) {
     std::int64_t after = -1;
@@ -320,15 +320,7 @@ void http_api::pump_sse(const std::shared_ptr<sse_session>& s) {
             pump_sse(s);
         });
     });
-    bool ended = false;
-    {
-        std::lock_guard lock(s->mu);
-        ended = s->ended;
-        if (!ended) {
-            s->watch = token;
-        }
-    }
-    if (ended) {
+    if (!s->keep(&sse_session::watch, token)) {
         bridge_.cancel_watch(token);
     }
 }
@@ -349,15 +341,7 @@ void http_api::arm_keepalive(const std::shared_ptr<sse_session>& s) {
         }
         arm_keepalive(s);
     });
-    bool ended = false;
-    {
-        std::lock_guard lock(s->mu);
-        ended = s->ended;
-        if (!ended) {
-            s->keepalive = token;
-        }
-    }
-    if (ended) {
+    if (!s->keep(&sse_session::keepalive, token)) {
         tasks_.cancel(token);
     }
 }

@@ -18,10 +18,21 @@ struct http_api::sse_session {
     bool ended = false;
     bool reading = false; // run events: a pump is running or queued
     std::int64_t last_sequence = -1;
-    std::uint64_t watch = 0;     // the bridge's watch token while armed
-    std::uint64_t flush = 0;     // changes: the coalescing timer while a frame is due
+    std::uint64_t watch = 0; // the bridge's watch token while armed
+    std::uint64_t flush = 0; // changes: the coalescing timer while a frame is due
     std::uint64_t keepalive = 0;
     std::uint64_t waiter = 0;
+
+    // Keeps a just-armed watch or timer in `slot` while the stream is open; false when it ended
+    // meanwhile (end_sse already ran and cancelled what it saw), so the caller cancels `token`.
+    bool keep(std::uint64_t sse_session::*slot, std::uint64_t token) {
+        std::lock_guard lock(mu);
+        if (ended) {
+            return false;
+        }
+        this->*slot = token;
+        return true;
+    }
 };
 
 } // namespace wopbridge::http
