@@ -75,8 +75,7 @@ void http_api::get_run_output(context& ctx) {
     ctx.sink->send(std::move(res));
 }
 
-// ---- long poll
-// -------------------------------------------------------------------------------------
+// ---- long poll ----------------------------------------------------------------------------------
 
 void http_api::poll_events(std::shared_ptr<context> ctx) {
     std::int64_t after = -1;
@@ -194,8 +193,7 @@ void http_api::finish_poll(const std::shared_ptr<poll_wait>& w, http_response re
     w->ctx->sink->send(std::move(res));
 }
 
-// ---- Server-Sent Events
-// ----------------------------------------------------------------------------
+// ---- Server-Sent Events -------------------------------------------------------------------------
 
 void http_api::stream_events(std::shared_ptr<context> ctx) {
     std::int64_t after = -1;
