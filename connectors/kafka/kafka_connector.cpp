@@ -9,13 +9,12 @@
 #include "kafka/consumer_worker.hpp"
 #include "kafka/settings.hpp"
 
-#include "wopbridge/connector.hpp"
+#include "wopbridge/broker_listener.hpp"
 
 #include <librdkafka/rdkafka.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace {
@@ -51,7 +50,8 @@ bool check_client(const connector_settings& s, bool make_client, std::string& er
     return true;
 }
 
-class kafka_connector final : public wopbridge::connector {
+class kafka_connector final
+    : public wopbridge::broker_listener<consumer_worker, subscription_settings> {
   public:
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
@@ -75,7 +75,7 @@ class kafka_connector final : public wopbridge::connector {
                                                    : wopbridge::status::invalid;
     }
 
-    kafka_connector(wopbridge::host& host, std::string_view config) : host_(host) {
+    kafka_connector(wopbridge::host& host, std::string_view config) : broker_listener(host) {
         std::string error;
         auto s = parse_connector_settings(config, error);
         if (!s || !check_client(*s, true, error)) {
@@ -84,143 +84,39 @@ class kafka_connector final : public wopbridge::connector {
         settings_ = std::move(*s);
     }
 
-    ~kafka_connector() override { stop_all(std::chrono::steady_clock::now()); }
-
-    wopbridge::status start() override {
-        std::lock_guard lock(mu_);
-        started_ = true;
-        for (auto& [id, s] : settings_of_) {
-            if (!workers_.count(id)) {
-                if (auto w = start_worker(id, s)) {
-                    workers_[id] = std::move(w);
-                }
-            }
-        }
-        return wopbridge::status::ok;
+  protected:
+    std::optional<subscription_settings> parse_subscription(std::string_view settings_json,
+                                                            std::string& error) override {
+        return parse_subscription_settings(settings_json, error);
     }
 
-    wopbridge::status subscribe(const wopbridge::subscription_info& sub,
-                                std::string& error) override {
-        auto s = parse_subscription_settings(sub.settings_json, error);
-        if (!s) {
-            return wopbridge::status::invalid;
+    std::string conflict(const subscription_settings& existing, const std::string& existing_id,
+                         const subscription_settings& wanted) const override {
+        if (existing.group_id != wanted.group_id) {
+            return {};
         }
-        const std::string id(sub.id);
-        std::shared_ptr<consumer_worker> old;
-        {
-            std::lock_guard lock(mu_);
-            for (const auto& [other, settings] : settings_of_) {
-                if (other != id && settings.group_id == s->group_id) {
-                    error = "subscription settings: group '" + s->group_id +
-                            "' is already consumed by subscription '" + other +
-                            "' (one subscription per group and connector)";
-                    return wopbridge::status::invalid;
-                }
-            }
-            if (auto it = settings_of_.find(id); it != settings_of_.end() && it->second == *s) {
-                return wopbridge::status::ok; // nothing changed
-            }
-            if (auto it = workers_.find(id); it != workers_.end()) {
-                old = std::move(it->second);
-                workers_.erase(it);
-            }
-        }
-        if (old) {
-            old->stop(std::chrono::steady_clock::now() + update_grace);
-        }
-        std::lock_guard lock(mu_);
-        settings_of_[id] = *s;
-        if (started_ && !stopped_) {
-            auto w = start_worker(id, *s, &error);
-            if (!w) {
-                settings_of_.erase(id);
-                return wopbridge::status::invalid;
-            }
-            workers_[id] = std::move(w);
-        }
-        return wopbridge::status::ok;
+        return "subscription settings: group '" + wanted.group_id +
+               "' is already consumed by subscription '" + existing_id +
+               "' (one subscription per group and connector)";
     }
-
-    wopbridge::status unsubscribe(std::string_view id) override {
-        std::shared_ptr<consumer_worker> w;
-        {
-            std::lock_guard lock(mu_);
-            const std::string key(id);
-            settings_of_.erase(key);
-            auto it = workers_.find(key);
-            if (it == workers_.end()) {
-                return wopbridge::status::ok;
-            }
-            w = std::move(it->second);
-            workers_.erase(it);
-        }
-        w->stop(std::chrono::steady_clock::now() + update_grace);
-        return wopbridge::status::ok;
-    }
-
-    wopbridge::status stop(std::int64_t deadline_ms) override {
-        const auto left = std::max<std::int64_t>(0, deadline_ms - host_.now_ms());
-        stop_all(std::chrono::steady_clock::now() + std::chrono::milliseconds(left));
-        return wopbridge::status::ok;
-    }
-
-  private:
-    static constexpr auto update_grace = std::chrono::seconds(2);
 
     std::shared_ptr<consumer_worker> start_worker(const std::string& id,
                                                   const subscription_settings& s,
-                                                  std::string* error_out = nullptr) {
+                                                  std::string& error) override {
         auto w = std::make_shared<consumer_worker>(host_, settings_, id, s);
-        std::string error;
         if (!w->start(error)) {
             host_.log(wopbridge::log_level::error, "kafka[" + id + "]: " + error);
-            if (error_out != nullptr) {
-                *error_out = error;
-            }
             w->stop(std::chrono::steady_clock::now());
             return nullptr;
         }
         return w;
     }
 
-    void stop_all(std::chrono::steady_clock::time_point deadline) {
-        std::map<std::string, std::shared_ptr<consumer_worker>> workers;
-        {
-            std::lock_guard lock(mu_);
-            if (stopped_) {
-                return;
-            }
-            stopped_ = true;
-            workers = workers_;
-        }
-        for (auto& [id, w] : workers) {
-            w->stop(deadline);
-        }
-    }
-
-    wopbridge::host& host_;
+  private:
     connector_settings settings_;
-    std::mutex mu_;
-    bool started_ = false;
-    bool stopped_ = false;
-    std::map<std::string, subscription_settings> settings_of_;
-    std::map<std::string, std::shared_ptr<consumer_worker>> workers_;
 };
 
 } // namespace
 
-// The module's one exported symbol; a listener has no HTTP routes, so on_http_request is NULL
-// (the ABI allows it without WB_CAP_HTTP_INGEST).
-extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(void) {
-    static const wb_connector_descriptor* const descriptor =
-        []() noexcept -> const wb_connector_descriptor* {
-        const wb_connector_descriptor* base = wopbridge::detail::descriptor_for<kafka_connector>();
-        if (base == nullptr) {
-            return nullptr;
-        }
-        static wb_connector_descriptor listener = *base;
-        listener.on_http_request = nullptr;
-        return &listener;
-    }();
-    return descriptor;
-}
+// The module's one exported symbol; a listener has no HTTP routes.
+WOPBRIDGE_LISTENER_CONNECTOR(kafka_connector)

@@ -7,18 +7,18 @@
 #include "queue/settings.hpp"
 #include "queue/stream_worker.hpp"
 
-#include "wopbridge/connector.hpp"
+#include "wopbridge/broker_listener.hpp"
 
-#include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace {
 
 using namespace wopbridge::queue;
 
-class queue_connector final : public wopbridge::connector {
+class queue_connector final
+    : public wopbridge::broker_listener<stream_worker, subscription_settings> {
   public:
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
@@ -41,7 +41,7 @@ class queue_connector final : public wopbridge::connector {
                                                        : wopbridge::status::invalid;
     }
 
-    queue_connector(wopbridge::host& host, std::string_view config) : host_(host) {
+    queue_connector(wopbridge::host& host, std::string_view config) : broker_listener(host) {
         std::string error;
         auto s = parse_connector_settings(config, error);
         if (!s) {
@@ -50,117 +50,33 @@ class queue_connector final : public wopbridge::connector {
         settings_ = std::move(*s);
     }
 
-    ~queue_connector() override { stop_all(std::chrono::steady_clock::now()); }
-
-    wopbridge::status start() override {
-        std::lock_guard lock(mu_);
-        started_ = true;
-        for (auto& [id, w] : workers_) {
-            w->start();
-        }
-        return wopbridge::status::ok;
+  protected:
+    std::optional<subscription_settings> parse_subscription(std::string_view settings_json,
+                                                            std::string& error) override {
+        return parse_subscription_settings(settings_json, error);
     }
 
-    wopbridge::status subscribe(const wopbridge::subscription_info& sub,
-                                std::string& error) override {
-        auto s = parse_subscription_settings(sub.settings_json, error);
-        if (!s) {
-            return wopbridge::status::invalid;
+    std::string conflict(const subscription_settings& existing, const std::string& existing_id,
+                         const subscription_settings& wanted) const override {
+        if (existing.stream != wanted.stream || existing.group != wanted.group) {
+            return {};
         }
-        const std::string id(sub.id);
-        std::shared_ptr<stream_worker> old;
-        {
-            std::lock_guard lock(mu_);
-            for (const auto& [other, w] : workers_) {
-                if (other != id && w->subscription().stream == s->stream &&
-                    w->subscription().group == s->group) {
-                    error = "subscription settings: stream '" + s->stream + "' with group '" +
-                            s->group + "' is already consumed by subscription '" + other + "'";
-                    return wopbridge::status::invalid;
-                }
-            }
-            if (auto it = workers_.find(id); it != workers_.end()) {
-                if (it->second->subscription() == *s) {
-                    return wopbridge::status::ok; // nothing changed
-                }
-                old = std::move(it->second);
-                workers_.erase(it);
-            }
-        }
-        if (old) {
-            old->stop(std::chrono::steady_clock::now() + update_grace);
-        }
-        auto worker = std::make_shared<stream_worker>(host_, settings_, id, std::move(*s));
-        std::lock_guard lock(mu_);
-        if (started_ && !stopped_) {
-            worker->start();
-        }
-        workers_[id] = std::move(worker);
-        return wopbridge::status::ok;
+        return "subscription settings: stream '" + wanted.stream + "' with group '" + wanted.group +
+               "' is already consumed by subscription '" + existing_id + "'";
     }
 
-    wopbridge::status unsubscribe(std::string_view id) override {
-        std::shared_ptr<stream_worker> w;
-        {
-            std::lock_guard lock(mu_);
-            auto it = workers_.find(std::string(id));
-            if (it == workers_.end()) {
-                return wopbridge::status::ok;
-            }
-            w = std::move(it->second);
-            workers_.erase(it);
-        }
-        w->stop(std::chrono::steady_clock::now() + update_grace);
-        return wopbridge::status::ok;
-    }
-
-    wopbridge::status stop(std::int64_t deadline_ms) override {
-        const auto left = std::max<std::int64_t>(0, deadline_ms - host_.now_ms());
-        stop_all(std::chrono::steady_clock::now() + std::chrono::milliseconds(left));
-        return wopbridge::status::ok;
+    std::shared_ptr<stream_worker>
+    start_worker(const std::string& id, const subscription_settings& s, std::string&) override {
+        auto worker = std::make_shared<stream_worker>(host_, settings_, id, s);
+        worker->start();
+        return worker;
     }
 
   private:
-    static constexpr auto update_grace = std::chrono::seconds(2);
-
-    void stop_all(std::chrono::steady_clock::time_point deadline) {
-        std::map<std::string, std::shared_ptr<stream_worker>> workers;
-        {
-            std::lock_guard lock(mu_);
-            if (stopped_) {
-                return;
-            }
-            stopped_ = true;
-            workers = workers_;
-        }
-        for (auto& [id, w] : workers) {
-            w->stop(deadline);
-        }
-    }
-
-    wopbridge::host& host_;
     connector_settings settings_;
-    std::mutex mu_;
-    bool started_ = false;
-    bool stopped_ = false;
-    std::map<std::string, std::shared_ptr<stream_worker>> workers_;
 };
 
 } // namespace
 
-// The module's one exported symbol. WOPBRIDGE_CONNECTOR would also fill on_http_request; a
-// listener has no HTTP routes, so the descriptor says so (the ABI allows NULL without
-// WB_CAP_HTTP_INGEST, and stricter hosts expect it).
-extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(void) {
-    static const wb_connector_descriptor* const descriptor =
-        []() noexcept -> const wb_connector_descriptor* {
-        const wb_connector_descriptor* base = wopbridge::detail::descriptor_for<queue_connector>();
-        if (base == nullptr) {
-            return nullptr;
-        }
-        static wb_connector_descriptor listener = *base;
-        listener.on_http_request = nullptr;
-        return &listener;
-    }();
-    return descriptor;
-}
+// The module's one exported symbol; a listener has no HTTP routes.
+WOPBRIDGE_LISTENER_CONNECTOR(queue_connector)

@@ -10,18 +10,18 @@
 #include "rabbitmq/consumer_worker.hpp"
 #include "rabbitmq/settings.hpp"
 
-#include "wopbridge/connector.hpp"
+#include "wopbridge/broker_listener.hpp"
 
-#include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace {
 
 using namespace wopbridge::rabbitmq;
 
-class rabbitmq_connector final : public wopbridge::connector {
+class rabbitmq_connector final
+    : public wopbridge::broker_listener<consumer_worker, subscription_settings> {
   public:
     static wopbridge::connector_info info() {
         wopbridge::connector_info i;
@@ -44,7 +44,7 @@ class rabbitmq_connector final : public wopbridge::connector {
         return s && check_tls_files(*s, error) ? wopbridge::status::ok : wopbridge::status::invalid;
     }
 
-    rabbitmq_connector(wopbridge::host& host, std::string_view config) : host_(host) {
+    rabbitmq_connector(wopbridge::host& host, std::string_view config) : broker_listener(host) {
         std::string error;
         auto s = parse_connector_settings(config, error);
         if (!s || !check_tls_files(*s, error)) {
@@ -53,117 +53,35 @@ class rabbitmq_connector final : public wopbridge::connector {
         settings_ = std::move(*s);
     }
 
-    ~rabbitmq_connector() override { stop_all(std::chrono::steady_clock::now()); }
-
-    wopbridge::status start() override {
-        // Each worker connects on its own thread: a broker that is down does not hold start().
-        std::lock_guard lock(mu_);
-        started_ = true;
-        for (auto& [id, w] : workers_) {
-            w->start();
-        }
-        return wopbridge::status::ok;
+  protected:
+    std::optional<subscription_settings> parse_subscription(std::string_view settings_json,
+                                                            std::string& error) override {
+        return parse_subscription_settings(settings_json, error);
     }
 
-    wopbridge::status subscribe(const wopbridge::subscription_info& sub,
-                                std::string& error) override {
-        auto s = parse_subscription_settings(sub.settings_json, error);
-        if (!s) {
-            return wopbridge::status::invalid;
+    std::string conflict(const subscription_settings& existing, const std::string& existing_id,
+                         const subscription_settings& wanted) const override {
+        if (existing.queue != wanted.queue) {
+            return {};
         }
-        const std::string id(sub.id);
-        std::shared_ptr<consumer_worker> old;
-        {
-            std::lock_guard lock(mu_);
-            for (const auto& [other, w] : workers_) {
-                if (other != id && w->subscription().queue == s->queue) {
-                    error = "subscription settings: queue '" + s->queue +
-                            "' is already consumed by subscription '" + other + "'";
-                    return wopbridge::status::invalid;
-                }
-            }
-            if (auto it = workers_.find(id); it != workers_.end()) {
-                if (it->second->subscription() == *s) {
-                    return wopbridge::status::ok; // nothing changed
-                }
-                old = std::move(it->second);
-                workers_.erase(it);
-            }
-        }
-        if (old) {
-            old->stop(std::chrono::steady_clock::now() + update_grace);
-        }
-        std::lock_guard lock(mu_);
-        auto w = std::make_shared<consumer_worker>(host_, settings_, id, std::move(*s));
-        if (started_ && !stopped_) {
-            w->start();
-        }
-        workers_[id] = std::move(w);
-        return wopbridge::status::ok;
+        return "subscription settings: queue '" + wanted.queue +
+               "' is already consumed by subscription '" + existing_id + "'";
     }
 
-    wopbridge::status unsubscribe(std::string_view id) override {
-        std::shared_ptr<consumer_worker> w;
-        {
-            std::lock_guard lock(mu_);
-            auto it = workers_.find(std::string(id));
-            if (it == workers_.end()) {
-                return wopbridge::status::ok;
-            }
-            w = std::move(it->second);
-            workers_.erase(it);
-        }
-        w->stop(std::chrono::steady_clock::now() + update_grace);
-        return wopbridge::status::ok;
-    }
-
-    wopbridge::status stop(std::int64_t deadline_ms) override {
-        const auto left = std::max<std::int64_t>(0, deadline_ms - host_.now_ms());
-        stop_all(std::chrono::steady_clock::now() + std::chrono::milliseconds(left));
-        return wopbridge::status::ok;
+    std::shared_ptr<consumer_worker> start_worker(const std::string& id,
+                                                  const subscription_settings& s,
+                                                  std::string& error) override {
+        // The worker connects on its own thread: a broker that is down does not hold start().
+        auto w = std::make_shared<consumer_worker>(host_, settings_, id, s);
+        w->start();
+        return w;
     }
 
   private:
-    static constexpr auto update_grace = std::chrono::seconds(2);
-
-    void stop_all(std::chrono::steady_clock::time_point deadline) {
-        std::map<std::string, std::shared_ptr<consumer_worker>> workers;
-        {
-            std::lock_guard lock(mu_);
-            if (stopped_) {
-                return;
-            }
-            stopped_ = true;
-            workers = workers_;
-        }
-        for (auto& [id, w] : workers) {
-            w->stop(deadline);
-        }
-    }
-
-    wopbridge::host& host_;
     connector_settings settings_;
-    std::mutex mu_;
-    bool started_ = false;
-    bool stopped_ = false;
-    std::map<std::string, std::shared_ptr<consumer_worker>> workers_;
 };
 
 } // namespace
 
-// The module's one exported symbol; a listener has no HTTP routes, so on_http_request is NULL
-// (the ABI allows it without WB_CAP_HTTP_INGEST).
-extern "C" WOPBRIDGE_EXPORT const wb_connector_descriptor* wopbridge_connector_entry_v1(void) {
-    static const wb_connector_descriptor* const descriptor =
-        []() noexcept -> const wb_connector_descriptor* {
-        const wb_connector_descriptor* base =
-            wopbridge::detail::descriptor_for<rabbitmq_connector>();
-        if (base == nullptr) {
-            return nullptr;
-        }
-        static wb_connector_descriptor listener = *base;
-        listener.on_http_request = nullptr;
-        return &listener;
-    }();
-    return descriptor;
-}
+// The module's one exported symbol; a listener has no HTTP routes.
+WOPBRIDGE_LISTENER_CONNECTOR(rabbitmq_connector)
