@@ -15,8 +15,6 @@ constexpr auto capacity_poll = std::chrono::milliseconds(50);
 constexpr auto lasting_full = std::chrono::milliseconds(500);
 constexpr auto probe_every = std::chrono::milliseconds(500);
 constexpr int probe_timeout_ms = 300;
-// Cap of the pause after repeated refusals (or retryDelayMs, when larger).
-constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
 
 consumer_worker* self_of(void* opaque) {
     return static_cast<consumer_worker*>(opaque);
@@ -47,7 +45,7 @@ void log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
 consumer_worker::consumer_worker(const wopbridge::host& host, const connector_settings& settings,
                                  std::string sub_id, subscription_settings sub)
     : host_(host), settings_(settings), sub_id_(std::move(sub_id)), sub_(std::move(sub)),
-      refusal_delay_(settings_.retry_delay_ms) {}
+      backoff_(std::chrono::milliseconds(settings_.retry_delay_ms)) {}
 
 consumer_worker::~consumer_worker() {
     stop(clock::now());
@@ -156,7 +154,7 @@ void consumer_worker::run() {
             // Backpressure: never hold more than maxInFlight records, never read while the host
             // is saturated or asked us to wait.
             full = held_.size() >= settings_.max_in_flight;
-            hold = now < paused_until_ || !host_.has_capacity();
+            hold = backoff_.paused(now) || !host_.has_capacity();
         }
         // At the in-flight bound the loop first waits for room without polling (outcomes come
         // within milliseconds at speed); only a bound that lasts pauses the partitions, which
@@ -310,7 +308,7 @@ void consumer_worker::submit(std::uint64_t id) {
     const auto st = host_.submit(
         ev, [self, id](const wopbridge::submit_outcome& o) { self->on_outcome(id, o); });
     if (st != wopbridge::status::ok) {
-        on_refused(id, "not taken, status " + std::to_string(static_cast<int>(st)), 0);
+        on_refused(id, wopbridge::not_taken_reason(st), 0);
     }
 }
 
@@ -333,7 +331,7 @@ void consumer_worker::on_outcome(std::uint64_t id, const wopbridge::submit_outco
             p->second.offsets.done(it->second.offset);
         }
         held_.erase(it);
-        refusal_delay_ = std::chrono::milliseconds(settings_.retry_delay_ms);
+        backoff_.reset();
     }
     cv_.notify_all();
     if (was_full && consumer_queue_ != nullptr) {
@@ -374,21 +372,13 @@ void consumer_worker::on_refused(std::uint64_t id, const std::string& reason,
         } else {
             // A state of the host or the subscription every record would meet: hold the record,
             // pause the partitions for the delay (doubling per refused round) and submit again.
-            const auto base = std::chrono::milliseconds(settings_.retry_delay_ms);
-            const bool new_round = now >= paused_until_;
-            const auto delay =
-                new_round ? std::max(refusal_delay_,
-                                     std::chrono::milliseconds(retry_after_seconds * 1000LL))
-                          : std::chrono::duration_cast<std::chrono::milliseconds>(paused_until_ -
-                                                                                  now);
+            const auto round = backoff_.refused(now, retry_after_seconds);
             h.waiting = true;
-            h.retry_at = now + delay;
-            if (new_round) {
-                paused_until_ = now + delay;
-                refusal_delay_ = std::min(refusal_delay_ * 2, std::max(base, max_refusal_delay));
+            h.retry_at = now + round.delay;
+            if (round.fresh) {
                 line = "submit refused (" + reason +
                        "); partitions paused, the record(s) are submitted again in " +
-                       std::to_string(delay.count()) + " ms";
+                       std::to_string(round.delay.count()) + " ms";
             }
         }
     }

@@ -14,6 +14,7 @@
 #include "kafka/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/refusal_backoff.hpp"
 
 #include <librdkafka/rdkafka.h>
 
@@ -108,8 +109,7 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     std::uint64_t next_id_ = 1;
     std::map<std::uint64_t, held> held_; // polled, not yet committed in the bridge
     std::map<partition_key, partition_state> parts_;
-    clock::time_point paused_until_{};
-    std::chrono::milliseconds refusal_delay_;
+    wopbridge::refusal_backoff backoff_; // partitions pause while refused
     bool cooperative_ = false;
 
     // Poll thread only.

@@ -13,8 +13,6 @@ namespace {
 constexpr auto min_backoff = std::chrono::milliseconds(100);
 constexpr auto max_backoff = std::chrono::milliseconds(2000);
 constexpr auto capacity_poll = std::chrono::milliseconds(50);
-// Cap of the NAK delay / fetch pause after repeated refusals (or retryDelayMs, when larger).
-constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
 constexpr std::int64_t ns_per_ms = 1'000'000;
 constexpr std::int64_t api_wait_ms = 2000;
 
@@ -38,7 +36,7 @@ std::string js_error(natsStatus s, jsErrCode code) {
 consumer_worker::consumer_worker(const wopbridge::host& host, const connector_settings& settings,
                                  natsConnection* nc, std::string sub_id, subscription_settings sub)
     : host_(host), settings_(settings), nc_(nc), sub_id_(std::move(sub_id)), sub_(std::move(sub)),
-      refusal_delay_(settings_.retry_delay_ms) {}
+      backoff_(std::chrono::milliseconds(settings_.retry_delay_ms)) {}
 
 consumer_worker::~consumer_worker() {
     stop(clock::now());
@@ -203,7 +201,7 @@ void consumer_worker::run() {
             // Backpressure: never hold more than maxInFlight messages, never fetch while the
             // host is saturated or asked us to wait.
             const bool full = in_flight_.size() >= settings_.max_in_flight;
-            wait = full || now < paused_until_ || !host_.has_capacity();
+            wait = full || backoff_.paused(now) || !host_.has_capacity();
             room =
                 wait ? 0
                      : std::min(settings_.batch_size, settings_.max_in_flight - in_flight_.size());
@@ -324,7 +322,7 @@ void consumer_worker::submit(std::uint64_t seq) {
     const auto st = host_.submit(
         ev, [self, seq](const wopbridge::submit_outcome& o) { self->on_outcome(seq, o); });
     if (st != wopbridge::status::ok) {
-        on_refused(seq, "not taken, status " + std::to_string(static_cast<int>(st)), 0);
+        on_refused(seq, wopbridge::not_taken_reason(st), 0);
     }
 }
 
@@ -344,7 +342,7 @@ void consumer_worker::on_outcome(std::uint64_t seq, const wopbridge::submit_outc
         st = natsMsg_Ack(it->second.msg, nullptr);
         natsMsg_Destroy(it->second.msg);
         in_flight_.erase(it);
-        refusal_delay_ = std::chrono::milliseconds(settings_.retry_delay_ms);
+        backoff_.reset();
     }
     if (st != NATS_OK) {
         // Redelivered after ackWait; the host's dedup answers duplicate and that one is acked.
@@ -384,25 +382,17 @@ void consumer_worker::on_refused(std::uint64_t seq, const std::string& reason,
             // A state of the host or the subscription every message would meet: hand the message
             // back to JetStream with a delay and stop fetching for as long, doubling per refused
             // round so a dead-lettered subscription is not polled every retryDelayMs.
-            const auto now = clock::now();
-            const auto base = std::chrono::milliseconds(settings_.retry_delay_ms);
-            const bool new_round = now >= paused_until_;
             // Later refusals of the same round come back when fetching resumes.
-            const auto delay =
-                new_round
-                    ? std::max(refusal_delay_,
-                               std::chrono::milliseconds(retry_after_seconds * 1000LL))
-                    : std::chrono::duration_cast<std::chrono::milliseconds>(paused_until_ - now);
-            natsMsg_NakWithDelay(it->second.msg, std::max<std::int64_t>(1, delay.count()), nullptr);
+            const auto round = backoff_.refused(clock::now(), retry_after_seconds);
+            natsMsg_NakWithDelay(it->second.msg, std::max<std::int64_t>(1, round.delay.count()),
+                                 nullptr);
             natsMsg_Destroy(it->second.msg);
             in_flight_.erase(it);
-            if (new_round) {
+            if (round.fresh) {
                 // A new refused round: one line, not one per message.
-                paused_until_ = now + delay;
-                refusal_delay_ = std::min(refusal_delay_ * 2, std::max(base, max_refusal_delay));
                 line = "submit refused (" + reason +
                        "); the message(s) go back to JetStream, fetching again in " +
-                       std::to_string(delay.count()) + " ms";
+                       std::to_string(round.delay.count()) + " ms";
             }
         }
     }

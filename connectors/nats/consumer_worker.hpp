@@ -13,6 +13,7 @@
 #include "nats/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/refusal_backoff.hpp"
 
 #include <nats/nats.h>
 
@@ -87,8 +88,7 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     bool released_ = false; // messages and subscription let go: late outcomes do nothing
     std::map<std::uint64_t, held> in_flight_; // by stream sequence
     std::deque<std::uint64_t> resubmit_;      // refused as invalid: submit again without payload
-    clock::time_point paused_until_{};
-    std::chrono::milliseconds refusal_delay_;
+    wopbridge::refusal_backoff backoff_;      // fetching pauses while refused
     int failed_binds_ = 0;
     std::string last_fetch_error_;
 };

@@ -17,8 +17,6 @@ constexpr auto min_backoff = std::chrono::milliseconds(100);
 constexpr auto max_backoff = std::chrono::milliseconds(2000);
 constexpr auto capacity_poll = std::chrono::milliseconds(50);
 constexpr std::size_t max_ack_batch = 256;
-// Cap of the re-read backoff after repeated refusals (or retryDelayMs, when larger).
-constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
 
 std::optional<stream_entry> entry_of(const resp_value& v) {
     if (!v.is_array() || v.elements.size() != 2 || !v.elements[0].is_string()) {
@@ -156,8 +154,8 @@ std::string event_content(const subscription_settings& sub, const stream_entry& 
 
 stream_worker::stream_worker(const wopbridge::host& host, connector_settings settings,
                              std::string sub_id, subscription_settings sub)
-    : host_(host), settings_(std::move(settings)), sub_id_(std::move(sub_id)),
-      sub_(std::move(sub)), refusal_delay_(settings_.retry_delay_ms) {}
+    : host_(host), settings_(std::move(settings)), sub_id_(std::move(sub_id)), sub_(std::move(sub)),
+      backoff_(std::chrono::milliseconds(settings_.retry_delay_ms)) {}
 
 stream_worker::~stream_worker() {
     stop(clock::now());
@@ -447,7 +445,7 @@ void stream_worker::submit(const stream_entry& entry) {
             std::lock_guard lock(mu_);
             --awaiting_outcome_;
         }
-        on_refused(entry.id, "not taken, status " + std::to_string(static_cast<int>(st)), 0);
+        on_refused(entry.id, wopbridge::not_taken_reason(st), 0);
     }
 }
 
@@ -464,7 +462,7 @@ void stream_worker::on_outcome(const std::string& id, const wopbridge::submit_ou
         std::lock_guard lock(mu_);
         --awaiting_outcome_;
         ack_queue_.push_back(id); // committed or recognised: safe to ack
-        refusal_delay_ = std::chrono::milliseconds(settings_.retry_delay_ms);
+        backoff_.reset();
     }
     cv_.notify_all();
 }
@@ -486,13 +484,12 @@ void stream_worker::on_refused(const std::string& id, const std::string& reason,
         }
         const auto now = clock::now();
         if (!rescan_at_) {
-            const auto base = std::chrono::milliseconds(settings_.retry_delay_ms);
-            const auto delay = std::max(per_message ? base : refusal_delay_,
-                                        std::chrono::milliseconds(retry_after_seconds * 1000LL));
+            // A per-message refusal re-reads after the base delay and does not lengthen rounds.
+            const auto delay =
+                per_message ? std::max(backoff_.base(),
+                                       std::chrono::milliseconds(retry_after_seconds * 1000LL))
+                            : backoff_.next_delay(retry_after_seconds);
             rescan_at_ = now + delay;
-            if (!per_message) {
-                refusal_delay_ = std::min(refusal_delay_ * 2, std::max(base, max_refusal_delay));
-            }
             // One line per refused round, not per message.
             line = "submit refused (" + reason + "); the message(s) stay pending, re-read in " +
                    std::to_string(delay.count()) + " ms";

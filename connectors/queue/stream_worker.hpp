@@ -11,6 +11,7 @@
 #include "queue/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/refusal_backoff.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -94,7 +95,7 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     std::set<std::string> minimal_; // refused as "invalid": submitted again without the payload
     std::optional<clock::time_point> rescan_at_; // re-read our pending entries then
     clock::time_point paused_until_{};           // no new reads before (refused or Retry-After)
-    std::chrono::milliseconds refusal_delay_;    // next re-read delay; doubles per refused round
+    wopbridge::refusal_backoff backoff_;         // next re-read delay; doubles per refused round
 
     // Reader-thread state.
     bool scanning_ = true; // reading our own pending entries (history) before new ones

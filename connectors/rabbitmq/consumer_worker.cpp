@@ -16,16 +16,14 @@ constexpr auto min_backoff = std::chrono::milliseconds(100);
 // Longest wait for the socket or a wakeup: also how often the client gets to send heartbeats
 // and how often a paused or capacity-starved consumer looks again.
 constexpr int poll_ms = 50;
-// Cap of the resubmit pause after repeated refusals (or retryDelayMs, when larger).
-constexpr auto max_refusal_delay = std::chrono::milliseconds(30000);
 
 } // namespace
 
 consumer_worker::consumer_worker(const wopbridge::host& host, const connector_settings& settings,
                                  std::string sub_id, subscription_settings sub)
     : host_(host), settings_(settings), sub_id_(std::move(sub_id)), sub_(std::move(sub)),
-      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), refusal_delay_(settings_.retry_delay_ms) {
-}
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      backoff_(std::chrono::milliseconds(settings_.retry_delay_ms)) {}
 
 consumer_worker::~consumer_worker() {
     stop(clock::now());
@@ -275,7 +273,7 @@ void consumer_worker::submit_due() {
     std::vector<std::uint64_t> due;
     {
         std::lock_guard lock(mu_);
-        if (clock::now() < paused_until_) {
+        if (backoff_.paused(clock::now())) {
             return;
         }
         for (const auto& [id, h] : in_flight_) {
@@ -293,7 +291,7 @@ void consumer_worker::submit_due() {
         {
             std::lock_guard lock(mu_);
             auto it = in_flight_.find(id);
-            if (it == in_flight_.end() || it->second.submitted || clock::now() < paused_until_) {
+            if (it == in_flight_.end() || it->second.submitted || backoff_.paused(clock::now())) {
                 continue;
             }
             it->second.submitted = true;
@@ -326,7 +324,7 @@ void consumer_worker::submit(std::uint64_t id) {
     const auto st = host_.submit(
         ev, [self, id](const wopbridge::submit_outcome& o) { self->on_outcome(id, o); });
     if (st != wopbridge::status::ok) {
-        on_refused(id, "not taken, status " + std::to_string(static_cast<int>(st)), 0);
+        on_refused(id, wopbridge::not_taken_reason(st), 0);
     }
 }
 
@@ -344,7 +342,7 @@ void consumer_worker::on_outcome(std::uint64_t id, const wopbridge::submit_outco
         // Committed or recognised: only now may the broker forget the message.
         actions_.push_back(action{true, it->second.epoch, it->second.msg.tag});
         in_flight_.erase(it);
-        refusal_delay_ = std::chrono::milliseconds(settings_.retry_delay_ms);
+        backoff_.reset();
     }
     wake();
 }
@@ -378,17 +376,12 @@ void consumer_worker::on_refused(std::uint64_t id, const std::string& reason,
             // A state of the host or the subscription every message would meet: keep the
             // message unacked (the broker sends no more than `prefetch`) and submit again after
             // a delay, doubling per refused round.
-            const auto now = clock::now();
-            if (now >= paused_until_) {
-                const auto base = std::chrono::milliseconds(settings_.retry_delay_ms);
-                const auto delay = std::max(
-                    refusal_delay_, std::chrono::milliseconds(retry_after_seconds * 1000LL));
-                paused_until_ = now + delay;
-                refusal_delay_ = std::min(refusal_delay_ * 2, std::max(base, max_refusal_delay));
+            const auto round = backoff_.refused(clock::now(), retry_after_seconds);
+            if (round.fresh) {
                 line = "submit refused (" + reason +
                        "); holding the message(s) unacked, "
                        "submitting again in " +
-                       std::to_string(delay.count()) + " ms";
+                       std::to_string(round.delay.count()) + " ms";
             }
         }
     }

@@ -16,6 +16,7 @@
 #include "rabbitmq/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/refusal_backoff.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -100,9 +101,8 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     bool released_ = false;                   // late outcomes do nothing
     std::map<std::uint64_t, held> in_flight_; // by a local id (delivery tags are per connection)
     std::uint64_t next_id_ = 1;
-    std::vector<action> actions_; // acks/rejects for the thread to send
-    clock::time_point paused_until_{};
-    std::chrono::milliseconds refusal_delay_;
+    std::vector<action> actions_;        // acks/rejects for the thread to send
+    wopbridge::refusal_backoff backoff_; // resubmits pause while refused
 };
 
 } // namespace wopbridge::rabbitmq
