@@ -2,9 +2,7 @@
 
 #include "wopbridge/json_bytes.hpp"
 #include "wopbridge/json_util.hpp"
-
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
+#include "wopbridge/stream_event.hpp"
 
 namespace wopbridge::kafka {
 
@@ -20,22 +18,7 @@ std::string event_content(const record_view& r, std::size_t max_message_bytes,
     if (r.key) {
         out += R"(,"key":)" + json::quote(json::carried_text(*r.key));
     }
-    out += R"(,"message":)";
-    if (without_payload || r.data.size() > max_message_bytes) {
-        // Oversize or refused: still one event (topic, partition, offset name it).
-        out += "null";
-    } else {
-        boost::system::error_code ec;
-        // Boost.JSON refuses invalid UTF-8, so a parsed value is always valid JSON text.
-        auto parsed = r.data.empty() ? boost::json::value{} : boost::json::parse(r.data, ec);
-        if (!r.data.empty() && !ec) {
-            out += boost::json::serialize(parsed);
-        } else if (json::valid_utf8(r.data)) {
-            out += json::quote(r.data);
-        } else {
-            out += boost::json::serialize(json::carried_bytes(r.data));
-        }
-    }
+    out += R"(,"message":)" + json::stream_message(r.data, max_message_bytes, without_payload);
     out += "}}";
     return out;
 }

@@ -3,9 +3,7 @@
 #include "wopbridge/json_bytes.hpp"
 #include "wopbridge/json_util.hpp"
 #include "wopbridge/signatures.hpp"
-
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
+#include "wopbridge/stream_event.hpp"
 
 namespace wopbridge::rabbitmq {
 
@@ -32,22 +30,7 @@ std::string event_content(const message_view& m, std::size_t max_message_bytes,
     if (!m.routing_key.empty()) {
         out += R"(,"key":)" + json::quote(json::carried_text(m.routing_key));
     }
-    out += R"(,"message":)";
-    if (without_payload || m.data.size() > max_message_bytes) {
-        // Oversize or refused: still one event, never a stuck queue.
-        out += "null";
-    } else {
-        boost::system::error_code ec;
-        // Boost.JSON refuses invalid UTF-8, so a parsed value is always valid JSON text.
-        auto parsed = m.data.empty() ? boost::json::value{} : boost::json::parse(m.data, ec);
-        if (!m.data.empty() && !ec) {
-            out += boost::json::serialize(parsed);
-        } else if (json::valid_utf8(m.data)) {
-            out += json::quote(m.data);
-        } else {
-            out += boost::json::serialize(json::carried_bytes(m.data));
-        }
-    }
+    out += R"(,"message":)" + json::stream_message(m.data, max_message_bytes, without_payload);
     out += "}}";
     return out;
 }
