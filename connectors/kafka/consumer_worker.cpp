@@ -301,22 +301,16 @@ void consumer_worker::submit(std::uint64_t id) {
             event_content(view, settings_.max_message_bytes, h.without_payload || h.oversize);
         ev.provider_event_id = provider_event_id(h.topic, h.partition, h.offset);
     }
-    ev.subscription_id = sub_id_;
-    ev.received_at_ms = host_.now_ms();
-    ev.verified = false; // Kafka authenticates the connection, not the producer
     auto self = shared_from_this();
-    const auto st = host_.submit(
-        ev, [self, id](const wopbridge::submit_outcome& o) { self->on_outcome(id, o); });
-    if (st != wopbridge::status::ok) {
-        on_refused(id, wopbridge::not_taken_reason(st), 0);
-    }
+    wopbridge::submit_held_message(
+        host_, std::move(ev), sub_id_, id,
+        [self](std::uint64_t key) { self->on_committed(key); },
+        [self](std::uint64_t key, const std::string& reason, int retry_after_seconds) {
+            self->on_refused(key, reason, retry_after_seconds);
+        });
 }
 
-void consumer_worker::on_outcome(std::uint64_t id, const wopbridge::submit_outcome& o) {
-    if (o.kind == wopbridge::outcome_kind::refused) {
-        on_refused(id, o.reason, o.retry_after_seconds);
-        return;
-    }
+void consumer_worker::on_committed(std::uint64_t id) {
     bool was_full = false;
     {
         std::lock_guard lock(mu_);

@@ -14,6 +14,7 @@
 #include "kafka/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/listener_submit.hpp"
 #include "wopbridge/refusal_backoff.hpp"
 
 #include <librdkafka/rdkafka.h>
@@ -79,7 +80,8 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     void run();
     void take(const rd_kafka_message_t* m);
     void submit(std::uint64_t id);
-    void on_outcome(std::uint64_t id, const wopbridge::submit_outcome& outcome);
+    // Committed or recognised by the host: the broker may forget it.
+    void on_committed(std::uint64_t id);
     void on_refused(std::uint64_t id, const std::string& reason, int retry_after_seconds);
     void resubmit_due();
     // Sends the commits that moved; only the partitions in `only` when given.

@@ -314,23 +314,17 @@ void consumer_worker::submit(std::uint64_t seq) {
             data ? data : "", static_cast<std::size_t>(std::max(0, natsMsg_GetDataLength(h.msg))));
         ev.content_json = event_content(view, settings_.max_message_bytes, h.without_payload);
     }
-    ev.subscription_id = sub_id_;
     ev.provider_event_id = provider_event_id(sub_.stream, seq);
-    ev.received_at_ms = host_.now_ms();
-    ev.verified = false; // NATS authenticates the connection, not the publisher
     auto self = shared_from_this();
-    const auto st = host_.submit(
-        ev, [self, seq](const wopbridge::submit_outcome& o) { self->on_outcome(seq, o); });
-    if (st != wopbridge::status::ok) {
-        on_refused(seq, wopbridge::not_taken_reason(st), 0);
-    }
+    wopbridge::submit_held_message(
+        host_, std::move(ev), sub_id_, seq,
+        [self](std::uint64_t key) { self->on_committed(key); },
+        [self](std::uint64_t key, const std::string& reason, int retry_after_seconds) {
+            self->on_refused(key, reason, retry_after_seconds);
+        });
 }
 
-void consumer_worker::on_outcome(std::uint64_t seq, const wopbridge::submit_outcome& o) {
-    if (o.kind == wopbridge::outcome_kind::refused) {
-        on_refused(seq, o.reason, o.retry_after_seconds);
-        return;
-    }
+void consumer_worker::on_committed(std::uint64_t seq) {
     natsStatus st = NATS_OK;
     {
         std::lock_guard lock(mu_);

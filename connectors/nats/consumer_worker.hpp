@@ -13,6 +13,7 @@
 #include "nats/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/listener_submit.hpp"
 #include "wopbridge/refusal_backoff.hpp"
 
 #include <nats/nats.h>
@@ -63,7 +64,8 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     bool fetch_round(std::size_t room);
     void take(natsMsg* msg);
     void submit(std::uint64_t seq);
-    void on_outcome(std::uint64_t seq, const wopbridge::submit_outcome& outcome);
+    // Committed or recognised by the host: the broker may forget it.
+    void on_committed(std::uint64_t seq);
     void on_refused(std::uint64_t seq, const std::string& reason, int retry_after_seconds);
     void keep_in_progress();
     void log(wopbridge::log_level level, const std::string& message) const;

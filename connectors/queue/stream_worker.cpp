@@ -430,34 +430,20 @@ void stream_worker::submit(const stream_entry& entry) {
         minimal = minimal_.count(entry.id) != 0;
     }
     wopbridge::inbound_event ev;
-    ev.subscription_id = sub_id_;
     ev.provider_event_id = sub_.stream + ":" + entry.id;
-    ev.received_at_ms = host_.now_ms();
-    ev.verified = false; // Redis authenticates the connection, not the producer
     // After an "invalid" refusal the payload is what the host could not take: send the event
     // without it (topic + offset still name the message), so the stream is never stuck on it.
     ev.content_json = event_content(sub_, entry, minimal ? 0 : settings_.max_message_bytes);
     auto self = shared_from_this();
-    const auto st = host_.submit(
-        ev, [self, id = entry.id](const wopbridge::submit_outcome& o) { self->on_outcome(id, o); });
-    if (st != wopbridge::status::ok) {
-        {
-            std::lock_guard lock(mu_);
-            --awaiting_outcome_;
-        }
-        on_refused(entry.id, wopbridge::not_taken_reason(st), 0);
-    }
+    wopbridge::submit_held_message(
+        host_, std::move(ev), sub_id_, entry.id,
+        [self](const std::string& key) { self->on_committed(key); },
+        [self](const std::string& key, const std::string& reason, int retry_after_seconds) {
+            self->on_refused(key, reason, retry_after_seconds);
+        });
 }
 
-void stream_worker::on_outcome(const std::string& id, const wopbridge::submit_outcome& o) {
-    if (o.kind == wopbridge::outcome_kind::refused) {
-        {
-            std::lock_guard lock(mu_);
-            --awaiting_outcome_;
-        }
-        on_refused(id, o.reason, o.retry_after_seconds);
-        return;
-    }
+void stream_worker::on_committed(const std::string& id) {
     {
         std::lock_guard lock(mu_);
         --awaiting_outcome_;
@@ -472,6 +458,7 @@ void stream_worker::on_refused(const std::string& id, const std::string& reason,
     std::string line;
     {
         std::lock_guard lock(mu_);
+        --awaiting_outcome_;
         in_flight_.erase(id);
         // "invalid" is about this message (sent again without its payload); anything else is a
         // state of the host or the subscription (not active, overloaded, store down) that every

@@ -11,6 +11,7 @@
 #include "queue/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/listener_submit.hpp"
 #include "wopbridge/refusal_backoff.hpp"
 
 #include <atomic>
@@ -68,7 +69,8 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     // One round of reading; false when the connection failed (the caller backs off).
     bool read_round(std::size_t room);
     void submit(const stream_entry& entry);
-    void on_outcome(const std::string& id, const wopbridge::submit_outcome& outcome);
+    // Committed or recognised by the host: safe to XACK.
+    void on_committed(const std::string& id);
     void on_refused(const std::string& id, const std::string& reason, int retry_after_seconds);
     void log(wopbridge::log_level level, const std::string& message) const;
     std::chrono::milliseconds command_timeout() const;

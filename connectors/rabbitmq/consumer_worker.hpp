@@ -16,6 +16,7 @@
 #include "rabbitmq/settings.hpp"
 
 #include "wopbridge/connector.hpp"
+#include "wopbridge/listener_submit.hpp"
 #include "wopbridge/refusal_backoff.hpp"
 
 #include <atomic>
@@ -69,7 +70,8 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     void read_frames();
     void take(delivery d);
     void submit(std::uint64_t id);
-    void on_outcome(std::uint64_t id, const wopbridge::submit_outcome& outcome);
+    // Committed or recognised by the host: the broker may forget it.
+    void on_committed(std::uint64_t id);
     void on_refused(std::uint64_t id, const std::string& reason, int retry_after_seconds);
     void wait_for(std::chrono::milliseconds d);
     void wake() const;
