@@ -88,15 +88,7 @@ result<bool> statement::step() {
 }
 
 result<void> statement::run() {
-    for (;;) {
-        auto r = step();
-        if (!r) {
-            return r.error();
-        }
-        if (!*r) {
-            return {};
-        }
-    }
+    return each_row(*this, [](const statement&) {});
 }
 
 std::string statement::text(int col) const {
@@ -160,9 +152,9 @@ result<void> connection::exec(const char* sql) {
         sqlite3_stmt* stmt = nullptr;
         const char* tail = nullptr;
         int rc = sqlite3_prepare_v3(db_, sql, -1, 0, &stmt, &tail);
-        const bool single = rc == SQLITE_OK && stmt != nullptr && tail != nullptr &&
-                            std::string_view(tail).find_first_not_of(" \t\r\n;") ==
-                                std::string_view::npos;
+        const bool single =
+            rc == SQLITE_OK && stmt != nullptr && tail != nullptr &&
+            std::string_view(tail).find_first_not_of(" \t\r\n;") == std::string_view::npos;
         sqlite3_finalize(stmt);
         if (!single) {
             rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);

@@ -15,7 +15,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace wopbridge::sqlite {
 
@@ -60,6 +63,88 @@ class statement {
     bool owned_;
     int bind_rc_ = SQLITE_OK;
 };
+
+// Steps `st` through its rows, calling `on_row(st)` at each one; a failed step is the answer.
+// `on_row` returns void (go on), bool (false: stop before stepping again), result<void> (an error
+// stops and is the answer) or result<bool> (both).
+template <class OnRow> result<void> each_row(statement& st, OnRow&& on_row) {
+    using answer = std::invoke_result_t<OnRow&, statement&>;
+    for (;;) {
+        auto row = st.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return {};
+        }
+        if constexpr (std::is_void_v<answer>) {
+            on_row(st);
+        } else if constexpr (std::is_same_v<answer, bool>) {
+            if (!on_row(st)) {
+                return {};
+            }
+        } else if constexpr (std::is_same_v<answer, result<void>>) {
+            if (auto r = on_row(st); !r) {
+                return r.error();
+            }
+        } else {
+            static_assert(std::is_same_v<answer, result<bool>>,
+                          "on_row returns void, bool, result<void> or result<bool>");
+            auto r = on_row(st);
+            if (!r) {
+                return r.error();
+            }
+            if (!*r) {
+                return {};
+            }
+        }
+    }
+}
+
+namespace detail {
+template <class T> struct row_value { using type = T; };
+template <class T> struct row_value<result<T>> { using type = T; };
+} // namespace detail
+
+// Every row of `st` as read by `read_row(st)` (a T, or a result<T> whose error is the answer).
+template <class ReadRow>
+auto collect_rows(statement& st, ReadRow&& read_row)
+    -> result<std::vector<typename detail::row_value<
+        std::remove_cvref_t<std::invoke_result_t<ReadRow&, statement&>>>::type>> {
+    using read_answer = std::remove_cvref_t<std::invoke_result_t<ReadRow&, statement&>>;
+    std::vector<typename detail::row_value<read_answer>::type> out;
+    auto done = each_row(st, [&](statement& row) -> result<void> {
+        if constexpr (std::is_same_v<read_answer, typename detail::row_value<read_answer>::type>) {
+            out.push_back(read_row(row));
+        } else {
+            auto item = read_row(row);
+            if (!item) {
+                return item.error();
+            }
+            out.push_back(std::move(*item));
+        }
+        return {};
+    });
+    if (!done) {
+        return done.error();
+    }
+    return out;
+}
+
+// The one row a lookup by key finds, read by `read_row` (a T or a result<T>); not_found when
+// there is none.
+template <class ReadRow>
+auto read_found_row(statement& st, ReadRow&& read_row) -> result<typename detail::row_value<
+    std::remove_cvref_t<std::invoke_result_t<ReadRow&, statement&>>>::type> {
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row) {
+        return errc::not_found;
+    }
+    return read_row(st);
+}
 
 class connection {
   public:

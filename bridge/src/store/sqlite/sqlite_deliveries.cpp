@@ -13,25 +13,19 @@ result<page<T>> collect_page(statement& st, int limit, std::string_view list,
                              const std::string& subscription_id, int key_column, ReadRow read_row) {
     page<T> out;
     std::int64_t last_key = 0;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            break;
-        }
+    WB_TRY(each_row(st, [&](const statement& row) -> result<bool> {
         if (out.items.size() == static_cast<std::size_t>(limit)) {
             out.next_cursor = codec::encode_cursor(list, subscription_id, last_key);
-            break;
+            return false;
         }
-        auto item = read_row(st);
+        auto item = read_row(row);
         if (!item) {
-            return item.error();
+            return result<bool>(boost::system::in_place_error, item.error());
         }
-        last_key = st.int64(key_column);
+        last_key = row.int64(key_column);
         out.items.push_back(std::move(*item));
-    }
+        return true;
+    }));
     return out;
 }
 
@@ -82,35 +76,19 @@ result<std::vector<delivery>> sqlite_store::claim_due(millis now, int limit, mil
                            std::vector<candidate>& into) -> result<void> {
             auto st = writer_->prepare(sql);
             st.bind(1, subscription).bind(2, now).bind(3, n);
-            for (;;) {
-                auto row = st.step();
-                if (!row) {
-                    return row.error();
-                }
-                if (!*row) {
-                    return {};
-                }
-                auto d = read_delivery(st);
+            return each_row(st, [&](const statement& row) -> result<void> {
+                auto d = read_delivery(row);
                 if (!d) {
                     return d.error();
                 }
-                into.push_back({st.int64(11), std::move(*d)});
-            }
+                into.push_back({row.int64(11), std::move(*d)});
+                return {};
+            });
         };
         auto subscriptions = [&](const char* sql) -> result<std::vector<std::string>> {
-            std::vector<std::string> ids;
             auto st = writer_->prepare(sql);
             st.bind(1, now);
-            for (;;) {
-                auto row = st.step();
-                if (!row) {
-                    return row.error();
-                }
-                if (!*row) {
-                    return ids;
-                }
-                ids.push_back(st.text(0));
-            }
+            return collect_rows(st, [](const statement& row) { return row.text(0); });
         };
         // Per subscription through the (subscription_id, status, due_at, seq) index: at most
         // `limit` rows each, so a backlog costs a seek, not a scan and a sort.
@@ -186,19 +164,13 @@ result<std::vector<std::pair<std::string, int>>> sqlite_store::active_with_room(
     std::vector<std::pair<std::string, int>> out;
     auto st = writer_->prepare(due_queries::active_subscriptions);
     st.bind(1, now);
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return out;
-        }
-        const auto cap = st.int64(1);
+    WB_TRY(each_row(st, [&](const statement& row) {
+        const auto cap = row.int64(1);
         const int room = cap <= 0 ? std::numeric_limits<int>::max()
-                                  : static_cast<int>(std::max<std::int64_t>(0, cap - st.int64(2)));
-        out.emplace_back(st.text(0), room);
-    }
+                                  : static_cast<int>(std::max<std::int64_t>(0, cap - row.int64(2)));
+        out.emplace_back(row.text(0), room);
+    }));
+    return out;
 }
 
 result<std::string> sqlite_store::delivery_content(const std::string& delivery_id) {
@@ -206,14 +178,7 @@ result<std::string> sqlite_store::delivery_content(const std::string& delivery_i
         auto st =
             reader_->prepare("SELECT content_json FROM delivery_contents WHERE delivery_id = ?1");
         st.bind(1, delivery_id);
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return errc::not_found;
-        }
-        return st.text(0);
+        return read_found_row(st, [](const statement& row) { return row.text(0); });
     });
 }
 
@@ -248,27 +213,20 @@ result<std::vector<subscription_delivery_stats>> sqlite_store::delivery_stats(mi
             "WHERE expires_at > ?1 GROUP BY subscription_id ORDER BY 1");
         st.bind(1, static_cast<std::int64_t>(now));
         std::vector<subscription_delivery_stats> out;
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
-            }
-            if (!*row) {
-                break;
-            }
-            auto id = st.text(0);
+        WB_TRY(each_row(st, [&](const statement& row) {
+            auto id = row.text(0);
             if (out.empty() || out.back().subscription_id != id) {
                 out.emplace_back().subscription_id = std::move(id);
             }
             auto& s = out.back();
-            s.pending += st.int64(1);
-            s.due += st.int64(2);
-            s.in_flight += st.int64(3);
-            s.held += st.int64(4);
-            s.delivered += st.int64(5);
-            s.dead_lettered += st.int64(6);
-            s.dead_letters += st.int64(7);
-        }
+            s.pending += row.int64(1);
+            s.due += row.int64(2);
+            s.in_flight += row.int64(3);
+            s.held += row.int64(4);
+            s.delivered += row.int64(5);
+            s.dead_lettered += row.int64(6);
+            s.dead_letters += row.int64(7);
+        }));
         return out;
     });
 }

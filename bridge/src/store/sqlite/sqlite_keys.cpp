@@ -51,16 +51,10 @@ result<std::map<std::string, std::string>> sqlite_store::data_key_wraps() {
         st.bind(1, static_cast<std::int64_t>(data_key_wrap_prefix.size()));
         st.bind(2, std::string(data_key_wrap_prefix));
         std::map<std::string, std::string> out;
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
-            }
-            if (!*row) {
-                return out;
-            }
-            out.emplace(st.text(0).substr(data_key_wrap_prefix.size()), st.text(1));
-        }
+        WB_TRY(each_row(st, [&](const statement& row) {
+            out.emplace(row.text(0).substr(data_key_wrap_prefix.size()), row.text(1));
+        }));
+        return out;
     });
 }
 

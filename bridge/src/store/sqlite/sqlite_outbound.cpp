@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 
-
 #define WB_OWH_COLS                                                                                \
     "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
     "secret_fingerprint, state, consecutive_failures, breaker_open_until, created_at, updated_at"
@@ -42,7 +41,9 @@ std::vector<std::string> from_json_array(const std::string& text) {
     return out;
 }
 
-std::string state_name(sub_state s) { return std::string(to_string(s)); }
+std::string state_name(sub_state s) {
+    return std::string(to_string(s));
+}
 
 sub_state state_of(const std::string& text) {
     return parse_sub_state(text).value_or(sub_state::failed);
@@ -121,32 +122,14 @@ result<void> insert_webhook(connection& c, const outbound_webhook& w) {
 result<outbound_webhook> get_webhook(connection& c, const std::string& id) {
     auto st = c.prepare("SELECT " WB_OWH_COLS " FROM outbound_webhooks WHERE id = ?1");
     st.bind(1, id);
-    auto row = st.step();
-    if (!row) {
-        return row.error();
-    }
-    if (!*row) {
-        return make_error_code(errc::not_found);
-    }
-    return read_webhook(st);
+    return read_found_row(st, read_webhook);
 }
 
 result<std::vector<outbound_webhook>> list_webhooks(connection& c, const std::string& tenant) {
-    auto st = c.prepare("SELECT " WB_OWH_COLS
-                        " FROM outbound_webhooks WHERE tenant = ?1 ORDER BY id");
+    auto st =
+        c.prepare("SELECT " WB_OWH_COLS " FROM outbound_webhooks WHERE tenant = ?1 ORDER BY id");
     st.bind(1, tenant);
-    std::vector<outbound_webhook> out;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            break;
-        }
-        out.push_back(read_webhook(st));
-    }
-    return out;
+    return collect_rows(st, read_webhook);
 }
 
 result<void> delete_webhook(connection& c, const std::string& id) {
@@ -170,16 +153,8 @@ result<std::vector<outbound_delivery>> claim_due(connection& c, millis now, int 
         auto st = c.prepare("SELECT webhook_id, COUNT(*) FROM outbound_deliveries "
                             "WHERE status = 'in_flight' AND lease_until > ?1 GROUP BY webhook_id");
         st.bind(1, now);
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
-            }
-            if (!*row) {
-                break;
-            }
-            in_flight[st.text(0)] = st.integer(1);
-        }
+        WB_TRY(
+            each_row(st, [&](const statement& row) { in_flight[row.text(0)] = row.integer(1); }));
     }
     {
         // Oldest first per webhook, so one webhook's backlog keeps its order.
@@ -191,22 +166,18 @@ result<std::vector<outbound_delivery>> claim_due(connection& c, millis now, int 
             "OR (d.status = 'in_flight' AND d.lease_until <= ?1)) "
             "ORDER BY d.due_at, d.seq LIMIT ?2");
         st.bind(1, now).bind(2, limit * 8);
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
+        WB_TRY(each_row(st, [&](statement& row) {
+            if (static_cast<int>(picked.size()) >= limit) {
+                return false;
             }
-            if (!*row || static_cast<int>(picked.size()) >= limit) {
-                break;
-            }
-            auto d = read_delivery(st);
+            auto d = read_delivery(row);
             int& n = in_flight[d.webhook_id];
-            if (n >= per_webhook_limit) {
-                continue;
+            if (n < per_webhook_limit) {
+                ++n;
+                picked.push_back(std::move(d));
             }
-            ++n;
-            picked.push_back(std::move(d));
-        }
+            return true;
+        }));
     }
     for (auto& d : picked) {
         auto st = c.prepare("UPDATE outbound_deliveries SET status = 'in_flight', "
@@ -220,10 +191,10 @@ result<std::vector<outbound_delivery>> claim_due(connection& c, millis now, int 
 
 result<void> record_attempt(connection& c, const outbound_attempt& a) {
     {
-        auto st = c.prepare(
-            "UPDATE outbound_deliveries SET status = ?2, attempts = attempts + ?3, "
-            "due_at = CASE WHEN ?2 = 'pending' THEN ?4 ELSE due_at END, lease_until = 0, "
-            "last_error = ?5, updated_at = ?6 WHERE id = ?1");
+        auto st =
+            c.prepare("UPDATE outbound_deliveries SET status = ?2, attempts = attempts + ?3, "
+                      "due_at = CASE WHEN ?2 = 'pending' THEN ?4 ELSE due_at END, lease_until = 0, "
+                      "last_error = ?5, updated_at = ?6 WHERE id = ?1");
         st.bind(1, a.delivery_id)
             .bind(2, a.status)
             .bind(3, a.counted_attempt ? 1 : 0)
@@ -254,8 +225,10 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
         const auto& sc = *a.state_change;
         auto up = c.prepare("UPDATE outbound_webhooks SET state = ?2, updated_at = ?4 "
                             "WHERE id = ?1 AND state = ?3");
-        up.bind(1, sc.webhook_id).bind(2, state_name(sc.to)).bind(3, state_name(sc.from)).bind(4,
-                                                                                         sc.at);
+        up.bind(1, sc.webhook_id)
+            .bind(2, state_name(sc.to))
+            .bind(3, state_name(sc.from))
+            .bind(4, sc.at);
         WB_TRY(up.run());
         if (c.changes() == 1) {
             auto st = c.prepare("INSERT INTO outbound_state_changes (webhook_id, from_state, "
@@ -303,10 +276,10 @@ result<int> count_failures(connection& c, const std::string& webhook_id, millis 
 }
 
 result<std::optional<millis>> next_due_at(connection& c) {
-    auto st = c.prepare(
-        "SELECT MIN(CASE WHEN d.status = 'pending' THEN d.due_at ELSE d.lease_until END) "
-        "FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id "
-        "WHERE w.state = 'active' AND d.status IN ('pending', 'in_flight')");
+    auto st =
+        c.prepare("SELECT MIN(CASE WHEN d.status = 'pending' THEN d.due_at ELSE d.lease_until END) "
+                  "FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id "
+                  "WHERE w.state = 'active' AND d.status IN ('pending', 'in_flight')");
     auto row = st.step();
     if (!row) {
         return row.error();
@@ -322,18 +295,7 @@ result<std::vector<outbound_delivery>> list_deliveries(connection& c,
     auto st = c.prepare("SELECT " WB_ODL_COLS
                         " FROM outbound_deliveries WHERE webhook_id = ?1 ORDER BY seq");
     st.bind(1, webhook_id);
-    std::vector<outbound_delivery> out;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            break;
-        }
-        out.push_back(read_delivery(st));
-    }
-    return out;
+    return collect_rows(st, read_delivery);
 }
 
 result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::string& webhook_id,
@@ -361,37 +323,31 @@ result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::s
     st.bind(1, webhook_id).bind(2, before).bind(3, now).bind(4, limit + 1);
     page<outbound_dead_letter> out;
     std::int64_t last_seq = 0;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            break;
-        }
+    WB_TRY(each_row(st, [&](const statement& row) {
         if (static_cast<int>(out.items.size()) == limit) {
             out.next_cursor = webhook_id + ":" + std::to_string(last_seq);
-            break;
+            return false;
         }
         outbound_dead_letter d;
-        d.webhook_id = st.text(0);
-        d.delivery_id = st.text(1);
-        d.run_id = st.text(2);
-        d.sequence = st.int64(3);
-        d.event_type = st.text(4);
-        d.attempts = st.integer(5);
-        d.reason = st.text(6);
-        d.last_error = st.text(7);
-        d.dead_lettered_at = st.int64(8);
-        d.expires_at = st.int64(9);
-        last_seq = st.int64(10);
-        if (!st.is_null(11)) {
-            d.state_change = outbound_state_change{d.webhook_id, state_of(st.text(11)),
-                                                   state_of(st.text(12)), st.text(13),
-                                                   st.int64(14)};
+        d.webhook_id = row.text(0);
+        d.delivery_id = row.text(1);
+        d.run_id = row.text(2);
+        d.sequence = row.int64(3);
+        d.event_type = row.text(4);
+        d.attempts = row.integer(5);
+        d.reason = row.text(6);
+        d.last_error = row.text(7);
+        d.dead_lettered_at = row.int64(8);
+        d.expires_at = row.int64(9);
+        last_seq = row.int64(10);
+        if (!row.is_null(11)) {
+            d.state_change =
+                outbound_state_change{d.webhook_id, state_of(row.text(11)), state_of(row.text(12)),
+                                      row.text(13), row.int64(14)};
         }
         out.items.push_back(std::move(d));
-    }
+        return true;
+    }));
     return out;
 }
 
@@ -400,19 +356,10 @@ result<std::vector<outbound_state_change>> list_state_changes(connection& c,
     auto st = c.prepare("SELECT from_state, to_state, reason, at FROM outbound_state_changes "
                         "WHERE webhook_id = ?1 ORDER BY seq");
     st.bind(1, webhook_id);
-    std::vector<outbound_state_change> out;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            break;
-        }
-        out.push_back({webhook_id, state_of(st.text(0)), state_of(st.text(1)), st.text(2),
-                       st.int64(3)});
-    }
-    return out;
+    return collect_rows(st, [&](const statement& row) {
+        return outbound_state_change{webhook_id, state_of(row.text(0)), state_of(row.text(1)),
+                                     row.text(2), row.int64(3)};
+    });
 }
 
 } // namespace wopbridge::sqlite::outbound

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-
 #define WB_RJ_COLS                                                                                 \
     "id, tenant, subscription_id, state, rate_milli, total, replayed, delivered, failed, "         \
     "consecutive_failures, started_at, finished_at, expires_at, owner, lease_until"
@@ -59,14 +58,7 @@ result<void> create(connection& c, const replay_job_record& job,
 result<replay_job_record> get(connection& c, const std::string& id) {
     auto st = c.prepare("SELECT " WB_RJ_COLS " FROM replay_jobs WHERE id = ?1");
     st.bind(1, id);
-    auto row = st.step();
-    if (!row) {
-        return row.error();
-    }
-    if (!*row) {
-        return make_error_code(errc::not_found);
-    }
-    return read_job(st);
+    return read_found_row(st, read_job);
 }
 
 result<std::vector<replay_job_item>> unsettled_items(connection& c, const std::string& id) {
@@ -74,22 +66,14 @@ result<std::vector<replay_job_item>> unsettled_items(connection& c, const std::s
                         "FROM replay_job_items WHERE job_id = ?1 "
                         "AND outcome IN ('selected', 'replayed') ORDER BY position");
     st.bind(1, id);
-    std::vector<replay_job_item> out;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return out;
-        }
+    return collect_rows(st, [](const statement& row) {
         replay_job_item it;
-        it.position = st.integer(0);
-        it.attempt_event_id = st.text(1);
-        it.delivery_id = st.text(2);
-        it.outcome = st.text(3);
-        out.push_back(std::move(it));
-    }
+        it.position = row.integer(0);
+        it.attempt_event_id = row.text(1);
+        it.delivery_id = row.text(2);
+        it.outcome = row.text(3);
+        return it;
+    });
 }
 
 result<void> update(connection& c, const replay_job_update& u) {
@@ -125,17 +109,7 @@ result<std::vector<replay_job_record>> claim(connection& c, const std::string& o
     auto st = c.prepare("UPDATE replay_jobs SET owner = ?1, lease_until = ?3 "
                         "WHERE state = 'running' AND lease_until <= ?2 RETURNING " WB_RJ_COLS);
     st.bind(1, owner).bind(2, now).bind(3, now + lease_ms);
-    std::vector<replay_job_record> out;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return out;
-        }
-        out.push_back(read_job(st));
-    }
+    return collect_rows(st, read_job);
 }
 
 result<int> release(connection& c, const std::string& owner) {

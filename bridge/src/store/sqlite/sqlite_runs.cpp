@@ -29,23 +29,13 @@ result<std::vector<run_record>> sqlite_store::list_runs(const run_query& q) {
             .bind(7, before_t)
             .bind(8, before_id)
             .bind(9, std::max(1, q.limit));
-        std::vector<run_record> out;
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
+        return collect_rows(st, [](const statement& row) -> result<run_record> {
+            auto r = read_run(row);
+            if (r) {
+                r->replay_of_attempt_event_id = codec::replay_of_dedup_key(row.text(9));
             }
-            if (!*row) {
-                break;
-            }
-            auto r = read_run(st);
-            if (!r) {
-                return r.error();
-            }
-            r->replay_of_attempt_event_id = codec::replay_of_dedup_key(st.text(9));
-            out.push_back(std::move(*r));
-        }
-        return out;
+            return r;
+        });
     });
 }
 
@@ -126,21 +116,7 @@ result<std::vector<run_record>> sqlite_store::list_runs_with_status(run_status s
         auto st = reader_->prepare("SELECT " WB_RUN_COLS
                                    " FROM runs WHERE status = ?1 ORDER BY created_at, id");
         st.bind(1, codec::name_of(status));
-        std::vector<run_record> out;
-        for (;;) {
-            auto row = st.step();
-            if (!row) {
-                return row.error();
-            }
-            if (!*row) {
-                return out;
-            }
-            auto r = read_run(st);
-            if (!r) {
-                return r.error();
-            }
-            out.push_back(std::move(*r));
-        }
+        return collect_rows(st, read_run);
     });
 }
 
@@ -164,17 +140,7 @@ sqlite_store::subscription_events(const std::string& subscription_id) {
 
 result<std::vector<run_event>> sqlite_store::collect_events(statement& st,
                                                             const std::string& run_id) {
-    std::vector<run_event> out;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return out;
-        }
-        out.push_back(read_event(st, run_id));
-    }
+    return collect_rows(st, [&](const statement& row) { return read_event(row, run_id); });
 }
 
 } // namespace wopbridge::sqlite_detail

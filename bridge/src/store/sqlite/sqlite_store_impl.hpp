@@ -52,7 +52,10 @@
 
 namespace wopbridge::sqlite_detail {
 
+using sqlite::collect_rows;
 using sqlite::connection;
+using sqlite::each_row;
+using sqlite::read_found_row;
 using sqlite::statement;
 namespace codec = store_codec;
 namespace due_queries = sqlite::due_queries;
@@ -66,19 +69,6 @@ template <class Enum> result<Enum> parsed(std::optional<Enum> value) {
         return errc::internal; // a spelling this build does not know: corrupt or newer writer
     }
     return *value;
-}
-
-// The one row a lookup by key finds, read by `read_row`; not_found when there is none.
-template <class ReadRow>
-auto read_found_row(statement& st, ReadRow read_row) -> decltype(read_row(st)) {
-    auto row = st.step();
-    if (!row) {
-        return row.error();
-    }
-    if (!*row) {
-        return errc::not_found;
-    }
-    return read_row(st);
 }
 
 int clamp_limit(int limit);

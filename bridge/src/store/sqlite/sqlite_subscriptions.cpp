@@ -136,21 +136,7 @@ void sqlite_store::forget_subscription(const std::string& id) {
 }
 
 result<std::vector<subscription>> sqlite_store::collect_subscriptions(statement& st) {
-    std::vector<subscription> out;
-    for (;;) {
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row) {
-            return out;
-        }
-        auto s = read_subscription(st);
-        if (!s) {
-            return s.error();
-        }
-        out.push_back(std::move(*s));
-    }
+    return collect_rows(st, read_subscription);
 }
 
 } // namespace wopbridge::sqlite_detail
