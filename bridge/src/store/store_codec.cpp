@@ -1,4 +1,5 @@
 #include "store/store_codec.hpp"
+#include "store/store_rows.hpp"
 
 #include <boost/json.hpp>
 
@@ -212,6 +213,32 @@ std::string replay_of_dedup_key(std::string_view dedup_key) {
         return std::string(dedup_key.substr(prefix.size()));
     }
     return {};
+}
+
+std::string json_string_array(const std::vector<std::string>& items) {
+    boost::json::array a;
+    for (const auto& s : items) {
+        a.emplace_back(s);
+    }
+    return boost::json::serialize(a);
+}
+
+std::vector<std::string> string_array_from_json(const std::string& text) {
+    std::vector<std::string> out;
+    boost::system::error_code ec;
+    auto v = boost::json::parse(text, ec);
+    if (!ec && v.is_array()) {
+        for (const auto& e : v.as_array()) {
+            if (e.is_string()) {
+                out.emplace_back(e.as_string());
+            }
+        }
+    }
+    return out;
+}
+
+sub_state outbound_state_from(std::string_view text) noexcept {
+    return parse_sub_state(text).value_or(sub_state::failed);
 }
 
 std::string encode_cursor(std::string_view collection, std::string_view subscription_id,

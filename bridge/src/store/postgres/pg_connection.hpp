@@ -4,12 +4,15 @@
 // the owner hands a connection to one thread at a time.
 
 #include "core/error.hpp"
+#include "store/row_value.hpp"
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 struct pg_conn;
@@ -65,6 +68,52 @@ class rows {
 
   private:
     pg_result* r_;
+};
+
+// One row of a result, read by column like a SQLite statement's current row (so the shared row
+// codec reads either).
+class row_ref {
+  public:
+    row_ref(const rows& r, int row) noexcept : rows_(&r), row_(row) {}
+    bool is_null(int col) const noexcept { return rows_->is_null(row_, col); }
+    std::string text(int col) const { return rows_->text(row_, col); }
+    std::int64_t int64(int col) const noexcept { return rows_->int64(row_, col); }
+    int integer(int col) const noexcept { return rows_->integer(row_, col); }
+
+  private:
+    const rows* rows_;
+    int row_;
+};
+
+// Every row of `r` as read by `read_row(row_ref)` (a T, or a result<T> whose error is the answer).
+template <class ReadRow>
+auto collect_rows(const rows& r, ReadRow&& read_row)
+    -> result<std::vector<store_codec::row_value_t<ReadRow, row_ref>>> {
+    using value = store_codec::row_value_t<ReadRow, row_ref>;
+    std::vector<value> out;
+    out.reserve(static_cast<std::size_t>(r.size()));
+    for (int i = 0; i < r.size(); ++i) {
+        if constexpr (std::is_same_v<store_codec::read_answer_t<ReadRow, row_ref>, value>) {
+            out.push_back(read_row(row_ref(r, i)));
+        } else {
+            auto item = read_row(row_ref(r, i));
+            if (!item) {
+                return item.error();
+            }
+            out.push_back(std::move(*item));
+        }
+    }
+    return out;
+}
+
+// Collects values into statement parameters in call order (the shared row codec's value lists);
+// a nullopt text is NULL.
+struct param_list {
+    std::vector<param> params;
+    void operator()(std::optional<std::string_view> text) {
+        params.push_back(text ? p(*text) : param{});
+    }
+    template <class Value> void operator()(const Value& value) { params.push_back(p(value)); }
 };
 
 class connection {

@@ -1,12 +1,10 @@
 #include "store/postgres/pg_outbound.hpp"
+#include "store/store_rows.hpp"
 #include "store/store_try.hpp"
-
-#include <boost/json.hpp>
 
 #include <algorithm>
 #include <limits>
 #include <tuple>
-
 
 #define WB_OWH_COLS                                                                                \
     "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
@@ -18,70 +16,23 @@
 namespace wopbridge::postgres::outbound {
 namespace {
 
-namespace json = boost::json;
+namespace codec = store_codec;
 
-std::string to_json_array(const std::vector<std::string>& v) {
-    json::array a;
-    for (const auto& s : v) {
-        a.emplace_back(s);
-    }
-    return json::serialize(a);
-}
-
-std::vector<std::string> from_json_array(const std::string& text) {
-    std::vector<std::string> out;
-    boost::system::error_code ec;
-    auto v = json::parse(text, ec);
-    if (!ec && v.is_array()) {
-        for (const auto& e : v.as_array()) {
-            if (e.is_string()) {
-                out.emplace_back(e.as_string());
-            }
-        }
-    }
-    return out;
-}
-
-std::string state_name(sub_state s) {
-    return std::string(to_string(s));
-}
-
-sub_state state_of(const std::string& text) {
-    return parse_sub_state(text).value_or(sub_state::failed);
-}
-
+// WB_OWH_COLS.
 outbound_webhook read_webhook(const rows& r, int i) {
-    outbound_webhook w;
-    w.id = r.text(i, 0);
-    w.tenant = r.text(i, 1);
-    w.url = r.text(i, 2);
-    w.events = from_json_array(r.text(i, 3));
-    w.tags = from_json_array(r.text(i, 4));
-    w.sealed_secret = r.text(i, 5);
-    w.sealed_standard_secret = r.text(i, 6);
-    w.secret_fingerprint = r.text(i, 7);
-    w.state = state_of(r.text(i, 8));
-    w.consecutive_failures = r.integer(i, 9);
-    w.breaker_open_until = r.int64(i, 10);
-    w.created_at = r.int64(i, 11);
-    w.updated_at = r.int64(i, 12);
-    return w;
+    return codec::read_outbound_webhook(row_ref(r, i));
 }
 
 // Reads WB_ODL_COLS (column 10, seq, is the order key).
 outbound_delivery read_delivery(const rows& r, int i) {
-    outbound_delivery d;
-    d.id = r.text(i, 0);
-    d.webhook_id = r.text(i, 1);
-    d.run_id = r.text(i, 2);
-    d.sequence = r.int64(i, 3);
-    d.event_type = r.text(i, 4);
-    d.status = r.text(i, 5);
-    d.attempts = r.integer(i, 6);
-    d.due_at = r.int64(i, 7);
-    d.created_at = r.int64(i, 8);
-    d.last_error = r.text(i, 9);
-    return d;
+    return codec::read_outbound_delivery(row_ref(r, i));
+}
+
+// WB_OWH_COLS, in order.
+std::vector<param> webhook_params(const outbound_webhook& w) {
+    param_list out;
+    codec::outbound_webhook_values(w, out);
+    return std::move(out.params);
 }
 
 } // namespace
@@ -114,10 +65,7 @@ result<int> enqueue(connection& c, const std::string& run_id, std::int64_t seque
 result<void> insert_webhook(connection& c, const outbound_webhook& w) {
     return c.run("INSERT INTO outbound_webhooks (" WB_OWH_COLS ") VALUES "
                  "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                 {p(w.id), p(w.tenant), p(w.url), p(to_json_array(w.events)),
-                  p(to_json_array(w.tags)), p(w.sealed_secret), p(w.sealed_standard_secret),
-                  p(w.secret_fingerprint), p(state_name(w.state)), p(w.consecutive_failures),
-                  p(w.breaker_open_until), p(w.created_at), p(w.updated_at)});
+                 webhook_params(w));
 }
 
 result<outbound_webhook> get_webhook(connection& c, const std::string& id) {
@@ -137,11 +85,7 @@ result<std::vector<outbound_webhook>> list_webhooks(connection& c, const std::st
     if (!r) {
         return r.error();
     }
-    std::vector<outbound_webhook> out;
-    for (int i = 0; i < r->size(); ++i) {
-        out.push_back(read_webhook(*r, i));
-    }
-    return out;
+    return collect_rows(*r, codec::read_outbound_webhook<row_ref>);
 }
 
 result<void> delete_webhook(connection& c, const std::string& id) {
@@ -225,21 +169,20 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
     }
     if (a.failure) {
         WB_TRY(c.run("INSERT INTO outbound_failures (webhook_id, at) VALUES ($1, $2)",
-                      {p(a.webhook_id), p(a.at)}));
+                     {p(a.webhook_id), p(a.at)}));
     }
     WB_TRY(c.run("UPDATE outbound_webhooks SET consecutive_failures = $2, "
-                  "breaker_open_until = $3, updated_at = $4 WHERE id = $1",
-                  {p(a.webhook_id), p(a.consecutive_failures), p(a.breaker_open_until),
-                   p(a.at)}));
+                 "breaker_open_until = $3, updated_at = $4 WHERE id = $1",
+                 {p(a.webhook_id), p(a.consecutive_failures), p(a.breaker_open_until), p(a.at)}));
     param change_seq;
     if (a.state_change) {
         const auto& sc = *a.state_change;
-        auto r = c.exec("WITH u AS (UPDATE outbound_webhooks SET state = $2, updated_at = $4 "
-                        "WHERE id = $1 AND state = $3 RETURNING id) "
-                        "INSERT INTO outbound_state_changes (webhook_id, from_state, to_state, "
-                        "reason, at) SELECT id, $3, $2, $5, $4 FROM u RETURNING seq",
-                        {p(sc.webhook_id), p(state_name(sc.to)), p(state_name(sc.from)),
-                         p(sc.at), p(sc.reason)});
+        auto r = c.exec(
+            "WITH u AS (UPDATE outbound_webhooks SET state = $2, updated_at = $4 "
+            "WHERE id = $1 AND state = $3 RETURNING id) "
+            "INSERT INTO outbound_state_changes (webhook_id, from_state, to_state, "
+            "reason, at) SELECT id, $3, $2, $5, $4 FROM u RETURNING seq",
+            {p(sc.webhook_id), p(to_string(sc.to)), p(to_string(sc.from)), p(sc.at), p(sc.reason)});
         if (!r) {
             return r.error();
         }
@@ -248,13 +191,13 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
         }
     }
     if (a.status == "dead_lettered") {
-        WB_TRY(c.run(
-            "INSERT INTO outbound_dead_letters (webhook_id, delivery_id, run_id, sequence, "
-            "event_type, attempts, reason, last_error, state_change_seq, dead_lettered_at, "
-            "expires_at) SELECT webhook_id, id, run_id, sequence, event_type, attempts, "
-            "'retries_exhausted', last_error, $2::bigint, $3, $4 FROM outbound_deliveries "
-            "WHERE id = $1",
-            {p(a.delivery_id), change_seq, p(a.at), p(a.dead_letter_expires_at)}));
+        WB_TRY(
+            c.run("INSERT INTO outbound_dead_letters (webhook_id, delivery_id, run_id, sequence, "
+                  "event_type, attempts, reason, last_error, state_change_seq, dead_lettered_at, "
+                  "expires_at) SELECT webhook_id, id, run_id, sequence, event_type, attempts, "
+                  "'retries_exhausted', last_error, $2::bigint, $3, $4 FROM outbound_deliveries "
+                  "WHERE id = $1",
+                  {p(a.delivery_id), change_seq, p(a.at), p(a.dead_letter_expires_at)}));
     }
     return {};
 }
@@ -269,10 +212,10 @@ result<int> count_failures(connection& c, const std::string& webhook_id, millis 
 }
 
 result<std::optional<millis>> next_due_at(connection& c) {
-    auto r = c.exec(
-        "SELECT MIN(CASE WHEN d.status = 'pending' THEN d.due_at ELSE d.lease_until END) "
-        "FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id "
-        "WHERE w.state = 'active' AND d.status IN ('pending', 'in_flight')");
+    auto r =
+        c.exec("SELECT MIN(CASE WHEN d.status = 'pending' THEN d.due_at ELSE d.lease_until END) "
+               "FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id "
+               "WHERE w.state = 'active' AND d.status IN ('pending', 'in_flight')");
     if (!r) {
         return r.error();
     }
@@ -290,11 +233,7 @@ result<std::vector<outbound_delivery>> list_deliveries(connection& c,
     if (!r) {
         return r.error();
     }
-    std::vector<outbound_delivery> out;
-    for (int i = 0; i < r->size(); ++i) {
-        out.push_back(read_delivery(*r, i));
-    }
-    return out;
+    return collect_rows(*r, codec::read_outbound_delivery<row_ref>);
 }
 
 result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::string& webhook_id,
@@ -329,23 +268,7 @@ result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::s
             out.next_cursor = webhook_id + ":" + std::to_string(r->int64(i - 1, 10));
             break;
         }
-        outbound_dead_letter d;
-        d.webhook_id = r->text(i, 0);
-        d.delivery_id = r->text(i, 1);
-        d.run_id = r->text(i, 2);
-        d.sequence = r->int64(i, 3);
-        d.event_type = r->text(i, 4);
-        d.attempts = r->integer(i, 5);
-        d.reason = r->text(i, 6);
-        d.last_error = r->text(i, 7);
-        d.dead_lettered_at = r->int64(i, 8);
-        d.expires_at = r->int64(i, 9);
-        if (!r->is_null(i, 11)) {
-            d.state_change = outbound_state_change{d.webhook_id, state_of(r->text(i, 11)),
-                                                   state_of(r->text(i, 12)), r->text(i, 13),
-                                                   r->int64(i, 14)};
-        }
-        out.items.push_back(std::move(d));
+        out.items.push_back(codec::read_outbound_dead_letter(row_ref(*r, i)));
     }
     return out;
 }
@@ -358,12 +281,8 @@ result<std::vector<outbound_state_change>> list_state_changes(connection& c,
     if (!r) {
         return r.error();
     }
-    std::vector<outbound_state_change> out;
-    for (int i = 0; i < r->size(); ++i) {
-        out.push_back({webhook_id, state_of(r->text(i, 0)), state_of(r->text(i, 1)),
-                       r->text(i, 2), r->int64(i, 3)});
-    }
-    return out;
+    return collect_rows(
+        *r, [&](const row_ref& row) { return codec::read_outbound_state_change(row, webhook_id); });
 }
 
 } // namespace wopbridge::postgres::outbound

@@ -1,5 +1,6 @@
 // PostgreSQL store: rows to and from the contract types, shared by every role.
 #include "store/postgres/postgres_store_impl.hpp"
+#include "store/store_rows.hpp"
 
 namespace wopbridge::postgres_detail {
 
@@ -8,161 +9,34 @@ int clamp_limit(int limit) {
 }
 
 result<subscription> read_subscription(const rows& r, int i) {
-    subscription s;
-    s.id = r.text(i, 0);
-    s.tenant = r.text(i, 1);
-    auto source = parsed(codec::source_from(r.text(i, 2)));
-    auto state = parsed(codec::state_from(r.text(i, 3)));
-    auto backoff = parsed(codec::backoff_from(r.text(i, 7)));
-    auto verification = parsed(codec::verification_from(r.text(i, 13)));
-    auto origin = parsed(codec::origin_from(r.text(i, 21)));
-    if (!source || !state || !backoff || !verification || !origin) {
-        return errc::internal;
-    }
-    s.source = *source;
-    s.state = *state;
-    s.workflow_id = r.text(i, 4);
-    s.dedup_enabled = r.int64(i, 5) != 0;
-    s.retry.max_attempts = r.integer(i, 6);
-    s.retry.backoff = *backoff;
-    s.retry.base_delay_ms = r.int64(i, 8);
-    s.retry.max_delay_ms = r.int64(i, 9);
-    s.retry.jitter = r.int64(i, 10) != 0;
-    s.breaker.failure_threshold = r.integer(i, 11);
-    s.breaker.probe_interval_ms = r.int64(i, 12);
-    s.verification = *verification;
-    s.webhook_id = r.text(i, 14);
-    s.secret_fingerprint = r.text(i, 15);
-    s.sealed_secret = r.text(i, 16);
-    if (!r.is_null(i, 17)) {
-        s.schedule = schedule_spec{r.text(i, 17), r.text(i, 18)};
-    }
-    s.connector = r.text(i, 19);
-    s.connector_settings_json = r.text(i, 20);
-    s.origin = *origin;
-    s.consecutive_failures = r.integer(i, 22);
-    s.next_probe_at = r.int64(i, 23);
-    s.created_at = r.int64(i, 24);
-    s.updated_at = r.int64(i, 25);
-    s.hold_when_not_active = r.text(i, 26) == "hold";
-    s.max_concurrency = r.integer(i, 27);
-    return s;
+    return codec::read_subscription(postgres::row_ref(r, i));
 }
 
 std::vector<param> subscription_params(const subscription& s) {
-    return {p(s.id),
-            p(s.tenant),
-            p(codec::name_of(s.source)),
-            p(codec::name_of(s.state)),
-            p(s.workflow_id),
-            p(s.dedup_enabled),
-            p(s.retry.max_attempts),
-            p(codec::name_of(s.retry.backoff)),
-            p(s.retry.base_delay_ms),
-            p(s.retry.max_delay_ms),
-            p(s.retry.jitter),
-            p(s.breaker.failure_threshold),
-            p(s.breaker.probe_interval_ms),
-            p(codec::name_of(s.verification)),
-            p(s.webhook_id),
-            p(s.secret_fingerprint),
-            p(s.sealed_secret),
-            s.schedule ? p(s.schedule->cron) : param{},
-            s.schedule ? p(s.schedule->time_zone) : param{},
-            p(s.connector),
-            p(s.connector_settings_json),
-            p(codec::name_of(s.origin)),
-            p(s.consecutive_failures),
-            p(s.next_probe_at),
-            p(s.created_at),
-            p(s.updated_at),
-            p(s.hold_when_not_active ? "hold" : "refuse"),
-            p(s.max_concurrency)};
+    postgres::param_list out;
+    codec::subscription_values(s, out);
+    return std::move(out.params);
 }
 
-// Reads WB_DLV_COLS; the sort key (seq) is column 11.
 result<delivery> read_delivery(const rows& r, int i) {
-    delivery d;
-    d.id = r.text(i, 0);
-    d.subscription_id = r.text(i, 1);
-    d.tenant = r.text(i, 2);
-    d.dedup_key = r.text(i, 3);
-    d.run_id = r.text(i, 4);
-    auto status = parsed(codec::delivery_status_from(r.text(i, 5)));
-    if (!status) {
-        return status.error();
-    }
-    d.status = *status;
-    d.attempts = r.integer(i, 6);
-    d.due_at = r.int64(i, 7);
-    d.received_at = r.int64(i, 8);
-    d.updated_at = r.int64(i, 9);
-    d.last_error = r.text(i, 10);
-    return d;
+    return codec::read_delivery(postgres::row_ref(r, i));
 }
 
 result<run_record> read_run(const rows& r, int i) {
-    run_record out;
-    out.id = r.text(i, 0);
-    out.tenant = r.text(i, 1);
-    out.workflow_id = r.text(i, 2);
-    out.subscription_id = r.text(i, 3);
-    out.delivery_id = r.text(i, 4);
-    auto status = parsed(codec::run_status_from(r.text(i, 5)));
-    if (!status) {
-        return status.error();
-    }
-    out.status = *status;
-    out.upstream_run_id = r.text(i, 6);
-    out.created_at = r.int64(i, 7);
-    out.updated_at = r.int64(i, 8);
-    return out;
+    return codec::read_run(postgres::row_ref(r, i));
 }
 
 std::vector<run_event> read_events(const rows& r, const std::string& run_id) {
     std::vector<run_event> out;
     out.reserve(static_cast<std::size_t>(r.size()));
     for (int i = 0; i < r.size(); ++i) {
-        run_event e;
-        e.event_id = r.text(i, 0);
-        e.run_id = run_id;
-        e.type = r.text(i, 1);
-        e.payload_json = r.text(i, 2);
-        e.timestamp = r.int64(i, 3);
-        e.sequence = r.int64(i, 4);
-        e.causation_id = r.is_null(i, 5) ? std::string{} : r.text(i, 5);
-        out.push_back(std::move(e));
+        out.push_back(codec::read_event(postgres::row_ref(r, i), run_id));
     }
     return out;
 }
 
 result<dead_letter> read_dead_letter(const rows& r, int i) {
-    dead_letter d;
-    d.subscription_id = r.text(i, 0);
-    d.attempt_event_id = r.text(i, 1);
-    d.attempt.subscription_id = d.subscription_id;
-    d.attempt.dedup_key = r.text(i, 2);
-    d.attempt.attempt = r.integer(i, 3);
-    d.attempt.outcome = attempt_outcome::dead_lettered;
-    auto reason = parsed(codec::dead_letter_reason_from(r.text(i, 4)));
-    if (!reason) {
-        return reason.error();
-    }
-    d.reason = *reason;
-    if (!r.is_null(i, 5)) {
-        auto source = parsed(codec::source_from(r.text(i, 5)));
-        auto from = parsed(codec::state_from(r.text(i, 6)));
-        auto to = parsed(codec::state_from(r.text(i, 7)));
-        auto why = parsed(codec::reason_from(r.text(i, 8)));
-        if (!source || !from || !to || !why) {
-            return errc::internal;
-        }
-        d.caused_state_change = state_change{d.subscription_id, *source, *from, *to, *why};
-    }
-    d.dead_lettered_at = r.int64(i, 9);
-    d.expires_at = r.int64(i, 10);
-    d.delivery_id = r.text(i, 11);
-    return d;
+    return codec::read_dead_letter(postgres::row_ref(r, i));
 }
 
 result<bool> subscription_exists(connection& c, const std::string& id) {

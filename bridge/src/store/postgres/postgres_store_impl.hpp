@@ -72,13 +72,6 @@ constexpr std::string_view dead_letters_cursor = "dead-letters";
 constexpr int batch_replays = 3;       // deadlock / serialization retries of one intake batch
 constexpr int transaction_retries = 3; // the same for other write transactions
 
-template <class Enum> result<Enum> parsed(std::optional<Enum> value) {
-    if (!value) {
-        return errc::internal;
-    }
-    return *value;
-}
-
 int clamp_limit(int limit);
 result<subscription> read_subscription(const rows& r, int i);
 std::vector<param> subscription_params(const subscription& s);

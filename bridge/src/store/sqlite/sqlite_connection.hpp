@@ -6,6 +6,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "store/row_value.hpp"
 
 #include <sqlite3.h>
 
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -64,6 +66,22 @@ class statement {
     int bind_rc_ = SQLITE_OK;
 };
 
+// Binds the values it is called with to ?1, ?2, ... in call order (the shared row codec's value
+// lists); a nullopt text binds NULL.
+class positional_binder {
+  public:
+    explicit positional_binder(statement& st) noexcept : st_(st) {}
+    void operator()(std::optional<std::string_view> text) {
+        ++index_;
+        text ? st_.bind(index_, *text) : st_.bind_null(index_);
+    }
+    template <class Value> void operator()(const Value& value) { st_.bind(++index_, value); }
+
+  private:
+    statement& st_;
+    int index_ = 0;
+};
+
 // Steps `st` through its rows, calling `on_row(st)` at each one; a failed step is the answer.
 // `on_row` returns void (go on), bool (false: stop before stepping again), result<void> (an error
 // stops and is the answer) or result<bool> (both).
@@ -101,20 +119,14 @@ template <class OnRow> result<void> each_row(statement& st, OnRow&& on_row) {
     }
 }
 
-namespace detail {
-template <class T> struct row_value { using type = T; };
-template <class T> struct row_value<result<T>> { using type = T; };
-} // namespace detail
-
 // Every row of `st` as read by `read_row(st)` (a T, or a result<T> whose error is the answer).
 template <class ReadRow>
 auto collect_rows(statement& st, ReadRow&& read_row)
-    -> result<std::vector<typename detail::row_value<
-        std::remove_cvref_t<std::invoke_result_t<ReadRow&, statement&>>>::type>> {
-    using read_answer = std::remove_cvref_t<std::invoke_result_t<ReadRow&, statement&>>;
-    std::vector<typename detail::row_value<read_answer>::type> out;
+    -> result<std::vector<store_codec::row_value_t<ReadRow, statement&>>> {
+    using value = store_codec::row_value_t<ReadRow, statement&>;
+    std::vector<value> out;
     auto done = each_row(st, [&](statement& row) -> result<void> {
-        if constexpr (std::is_same_v<read_answer, typename detail::row_value<read_answer>::type>) {
+        if constexpr (std::is_same_v<store_codec::read_answer_t<ReadRow, statement&>, value>) {
             out.push_back(read_row(row));
         } else {
             auto item = read_row(row);
@@ -134,8 +146,8 @@ auto collect_rows(statement& st, ReadRow&& read_row)
 // The one row a lookup by key finds, read by `read_row` (a T or a result<T>); not_found when
 // there is none.
 template <class ReadRow>
-auto read_found_row(statement& st, ReadRow&& read_row) -> result<typename detail::row_value<
-    std::remove_cvref_t<std::invoke_result_t<ReadRow&, statement&>>>::type> {
+auto read_found_row(statement& st, ReadRow&& read_row)
+    -> result<store_codec::row_value_t<ReadRow, statement&>> {
     auto row = st.step();
     if (!row) {
         return row.error();

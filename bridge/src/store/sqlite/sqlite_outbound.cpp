@@ -1,7 +1,6 @@
 #include "store/sqlite/sqlite_outbound.hpp"
+#include "store/store_rows.hpp"
 #include "store/store_try.hpp"
-
-#include <boost/json.hpp>
 
 #include <algorithm>
 #include <limits>
@@ -17,69 +16,16 @@
 namespace wopbridge::sqlite::outbound {
 namespace {
 
-namespace json = boost::json;
+namespace codec = store_codec;
 
-std::string to_json_array(const std::vector<std::string>& v) {
-    json::array a;
-    for (const auto& s : v) {
-        a.emplace_back(s);
-    }
-    return json::serialize(a);
+// WB_OWH_COLS.
+outbound_webhook read_webhook(const statement& st) {
+    return codec::read_outbound_webhook(st);
 }
 
-std::vector<std::string> from_json_array(const std::string& text) {
-    std::vector<std::string> out;
-    boost::system::error_code ec;
-    auto v = json::parse(text, ec);
-    if (!ec && v.is_array()) {
-        for (const auto& e : v.as_array()) {
-            if (e.is_string()) {
-                out.emplace_back(e.as_string());
-            }
-        }
-    }
-    return out;
-}
-
-std::string state_name(sub_state s) {
-    return std::string(to_string(s));
-}
-
-sub_state state_of(const std::string& text) {
-    return parse_sub_state(text).value_or(sub_state::failed);
-}
-
-outbound_webhook read_webhook(statement& st) {
-    outbound_webhook w;
-    w.id = st.text(0);
-    w.tenant = st.text(1);
-    w.url = st.text(2);
-    w.events = from_json_array(st.text(3));
-    w.tags = from_json_array(st.text(4));
-    w.sealed_secret = st.text(5);
-    w.sealed_standard_secret = st.text(6);
-    w.secret_fingerprint = st.text(7);
-    w.state = state_of(st.text(8));
-    w.consecutive_failures = st.integer(9);
-    w.breaker_open_until = st.int64(10);
-    w.created_at = st.int64(11);
-    w.updated_at = st.int64(12);
-    return w;
-}
-
-outbound_delivery read_delivery(statement& st) {
-    outbound_delivery d;
-    d.id = st.text(0);
-    d.webhook_id = st.text(1);
-    d.run_id = st.text(2);
-    d.sequence = st.int64(3);
-    d.event_type = st.text(4);
-    d.status = st.text(5);
-    d.attempts = st.integer(6);
-    d.due_at = st.int64(7);
-    d.created_at = st.int64(8);
-    d.last_error = st.text(9);
-    return d;
+// WB_ODL_COLS.
+outbound_delivery read_delivery(const statement& st) {
+    return codec::read_outbound_delivery(st);
 }
 
 } // namespace
@@ -103,19 +49,7 @@ result<int> enqueue(connection& c, const std::string& run_id, std::int64_t seque
 result<void> insert_webhook(connection& c, const outbound_webhook& w) {
     auto st = c.prepare("INSERT INTO outbound_webhooks (" WB_OWH_COLS
                         ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
-    st.bind(1, w.id)
-        .bind(2, w.tenant)
-        .bind(3, w.url)
-        .bind(4, to_json_array(w.events))
-        .bind(5, to_json_array(w.tags))
-        .bind(6, w.sealed_secret)
-        .bind(7, w.sealed_standard_secret)
-        .bind(8, w.secret_fingerprint)
-        .bind(9, state_name(w.state))
-        .bind(10, w.consecutive_failures)
-        .bind(11, w.breaker_open_until)
-        .bind(12, w.created_at)
-        .bind(13, w.updated_at);
+    codec::outbound_webhook_values(w, positional_binder(st));
     return st.run();
 }
 
@@ -226,16 +160,16 @@ result<void> record_attempt(connection& c, const outbound_attempt& a) {
         auto up = c.prepare("UPDATE outbound_webhooks SET state = ?2, updated_at = ?4 "
                             "WHERE id = ?1 AND state = ?3");
         up.bind(1, sc.webhook_id)
-            .bind(2, state_name(sc.to))
-            .bind(3, state_name(sc.from))
+            .bind(2, to_string(sc.to))
+            .bind(3, to_string(sc.from))
             .bind(4, sc.at);
         WB_TRY(up.run());
         if (c.changes() == 1) {
             auto st = c.prepare("INSERT INTO outbound_state_changes (webhook_id, from_state, "
                                 "to_state, reason, at) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq");
             st.bind(1, sc.webhook_id)
-                .bind(2, state_name(sc.from))
-                .bind(3, state_name(sc.to))
+                .bind(2, to_string(sc.from))
+                .bind(3, to_string(sc.to))
                 .bind(4, sc.reason)
                 .bind(5, sc.at);
             auto row = st.step();
@@ -328,24 +262,8 @@ result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::s
             out.next_cursor = webhook_id + ":" + std::to_string(last_seq);
             return false;
         }
-        outbound_dead_letter d;
-        d.webhook_id = row.text(0);
-        d.delivery_id = row.text(1);
-        d.run_id = row.text(2);
-        d.sequence = row.int64(3);
-        d.event_type = row.text(4);
-        d.attempts = row.integer(5);
-        d.reason = row.text(6);
-        d.last_error = row.text(7);
-        d.dead_lettered_at = row.int64(8);
-        d.expires_at = row.int64(9);
         last_seq = row.int64(10);
-        if (!row.is_null(11)) {
-            d.state_change =
-                outbound_state_change{d.webhook_id, state_of(row.text(11)), state_of(row.text(12)),
-                                      row.text(13), row.int64(14)};
-        }
-        out.items.push_back(std::move(d));
+        out.items.push_back(codec::read_outbound_dead_letter(row));
         return true;
     }));
     return out;
@@ -357,8 +275,7 @@ result<std::vector<outbound_state_change>> list_state_changes(connection& c,
                         "WHERE webhook_id = ?1 ORDER BY seq");
     st.bind(1, webhook_id);
     return collect_rows(st, [&](const statement& row) {
-        return outbound_state_change{webhook_id, state_of(row.text(0)), state_of(row.text(1)),
-                                     row.text(2), row.int64(3)};
+        return codec::read_outbound_state_change(row, webhook_id);
     });
 }
 

@@ -64,13 +64,6 @@ constexpr int max_page_limit = 1000;
 constexpr std::string_view deliveries_cursor = "deliveries";
 constexpr std::string_view dead_letters_cursor = "dead-letters";
 
-template <class Enum> result<Enum> parsed(std::optional<Enum> value) {
-    if (!value) {
-        return errc::internal; // a spelling this build does not know: corrupt or newer writer
-    }
-    return *value;
-}
-
 int clamp_limit(int limit);
 errc to_errc(const boost::system::error_code& ec);
 result<subscription> read_subscription(const statement& st);
