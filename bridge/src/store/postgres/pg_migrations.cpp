@@ -1,14 +1,12 @@
 #include "store/postgres/pg_migrations.hpp"
+#include "store/migration_runner.hpp"
 
 #include <array>
 
 namespace wopbridge::postgres {
 namespace {
 
-struct migration {
-    int version;
-    const char* sql;
-};
+using store_codec::migration;
 
 // Times are BIGINT milliseconds since the epoch (UTC); enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
@@ -243,7 +241,8 @@ CREATE TRIGGER subscriptions_changed_update AFTER UPDATE ON subscriptions
                        to_jsonb(NEW) - 'next_event_seq')
     EXECUTE FUNCTION wopbridge_subscription_changed();
 )sql"},
-    // 6: facts about the store itself; 'host_key_check' binds the store (every node) to one host key.
+    // 6: facts about the store itself; 'host_key_check' binds the store (every node) to one host
+    // key.
     {6, R"sql(
 CREATE TABLE store_meta (
     name  TEXT PRIMARY KEY,
@@ -318,6 +317,33 @@ result<int> current_version(connection& conn) {
     return v->integer(0, 0);
 }
 
+// The runner's view of a PostgreSQL connection.
+struct schema {
+    connection& conn;
+    result<int> read_version() { return current_version(conn); }
+    result<void> exec(const char* sql) { return conn.run(sql); }
+    result<void> record(int version) {
+        return conn.run("INSERT INTO schema_migrations (version, applied_at) VALUES "
+                        "($1, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)",
+                        {p(version)});
+    }
+    std::string last_error() const { return conn.last_error(); }
+    void rollback() { (void)conn.run("ROLLBACK"); }
+    void rollback_if_open() {
+        if (conn.healthy() && conn.in_transaction()) {
+            rollback();
+        }
+    }
+};
+
+// The advisory lock is held until COMMIT: a second node blocks there, then re-reads the version.
+constexpr std::array<store_codec::opening_step, 3> opening{{
+    {"cannot start migration", "BEGIN"},
+    {"cannot take the migration lock", lock_sql},
+    {"cannot create schema_migrations", "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                                        "version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"},
+}};
+
 } // namespace
 
 int latest_schema_version() noexcept {
@@ -325,70 +351,8 @@ int latest_schema_version() noexcept {
 }
 
 result<void> migrate(connection& conn, std::string& why) {
-    auto too_new = [&](int v) {
-        why = "database schema version " + std::to_string(v) +
-              " is newer than this build supports (" + std::to_string(latest_schema_version()) +
-              "); upgrade wopbridge";
-    };
-    // Fast path without the lock (and without writing: works on a read-only database).
-    auto version = current_version(conn);
-    if (!version) {
-        why = "cannot read schema version: " + conn.last_error();
-        return version.error();
-    }
-    if (*version > latest_schema_version()) {
-        too_new(*version);
-        return errc::unsupported;
-    }
-    if (*version == latest_schema_version()) {
-        return {};
-    }
-    auto fail = [&](const char* what, boost::system::error_code ec) -> result<void> {
-        why = std::string(what) + ": " + conn.last_error();
-        if (conn.healthy() && conn.in_transaction()) {
-            (void)conn.run("ROLLBACK");
-        }
-        return ec;
-    };
-    if (auto r = conn.run("BEGIN"); !r) {
-        return fail("cannot start migration", r.error());
-    }
-    // Held until COMMIT: a second node blocks here, then re-reads the version below.
-    if (auto r = conn.run(lock_sql); !r) {
-        return fail("cannot take the migration lock", r.error());
-    }
-    if (auto r = conn.run("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                          "version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
-        !r) {
-        return fail("cannot create schema_migrations", r.error());
-    }
-    version = current_version(conn);
-    if (!version) {
-        return fail("cannot read schema version", version.error());
-    }
-    if (*version > latest_schema_version()) {
-        (void)conn.run("ROLLBACK");
-        too_new(*version);
-        return errc::unsupported;
-    }
-    for (const auto& m : migrations) {
-        if (m.version <= *version) {
-            continue;
-        }
-        if (auto r = conn.run(m.sql); !r) {
-            return fail("migration failed", r.error());
-        }
-        if (auto r = conn.run("INSERT INTO schema_migrations (version, applied_at) VALUES "
-                              "($1, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)",
-                              {p(m.version)});
-            !r) {
-            return fail("cannot record migration", r.error());
-        }
-    }
-    if (auto r = conn.run("COMMIT"); !r) {
-        return fail("cannot commit migration", r.error());
-    }
-    return {};
+    schema db{conn};
+    return store_codec::run_migrations(db, migrations, opening, why);
 }
 
 } // namespace wopbridge::postgres

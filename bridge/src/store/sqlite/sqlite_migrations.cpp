@@ -1,14 +1,12 @@
 #include "store/sqlite/sqlite_migrations.hpp"
+#include "store/migration_runner.hpp"
 
 #include <array>
 
 namespace wopbridge::sqlite {
 namespace {
 
-struct migration {
-    int version;
-    const char* sql;
-};
+using store_codec::migration;
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
@@ -284,6 +282,35 @@ result<int> current_version(connection& conn) {
     return *r ? st.integer(0) : 0;
 }
 
+// The runner's view of a SQLite connection.
+struct schema {
+    connection& conn;
+    result<int> read_version() { return current_version(conn); }
+    result<void> exec(const char* sql) { return conn.exec(sql); }
+    result<void> record(int version) {
+        auto st =
+            conn.prepare("INSERT INTO schema_migrations (version, applied_at) "
+                         "VALUES (?1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))");
+        st.bind(1, version);
+        return st.run();
+    }
+    std::string last_error() const { return conn.last_error(); }
+    void rollback() { conn.exec("ROLLBACK"); }
+    void rollback_if_open() {
+        if (conn.in_transaction()) {
+            rollback();
+        }
+    }
+};
+
+// IMMEDIATE: the write lock from the start, so a second process waits here, then re-reads.
+constexpr std::array<store_codec::opening_step, 2> opening{{
+    {"cannot start migration", "BEGIN IMMEDIATE"},
+    {"cannot create schema_migrations",
+     "CREATE TABLE IF NOT EXISTS schema_migrations ("
+     "version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"},
+}};
+
 } // namespace
 
 int latest_schema_version() noexcept {
@@ -291,67 +318,8 @@ int latest_schema_version() noexcept {
 }
 
 result<void> migrate(connection& conn, std::string& why) {
-    auto version = current_version(conn);
-    if (!version) {
-        why = "cannot read schema version: " + conn.last_error();
-        return version.error();
-    }
-    auto too_new = [&](int v) {
-        why = "database schema version " + std::to_string(v) +
-              " is newer than this build supports (" + std::to_string(latest_schema_version()) +
-              "); upgrade wopbridge";
-    };
-    if (*version > latest_schema_version()) {
-        too_new(*version);
-        return errc::unsupported;
-    }
-    if (*version == latest_schema_version()) {
-        return {};
-    }
-    auto fail = [&](const char* what, boost::system::error_code ec) -> result<void> {
-        why = std::string(what) + ": " + conn.last_error();
-        if (conn.in_transaction()) {
-            conn.exec("ROLLBACK");
-        }
-        return ec;
-    };
-    if (auto r = conn.exec("BEGIN IMMEDIATE"); !r) {
-        return fail("cannot start migration", r.error());
-    }
-    if (auto r = conn.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                           "version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
-        !r) {
-        return fail("cannot create schema_migrations", r.error());
-    }
-    // Re-read under the write lock: another process may have migrated meanwhile.
-    version = current_version(conn);
-    if (!version) {
-        return fail("cannot read schema version", version.error());
-    }
-    if (*version > latest_schema_version()) {
-        conn.exec("ROLLBACK");
-        too_new(*version);
-        return errc::unsupported;
-    }
-    for (const auto& m : migrations) {
-        if (m.version <= *version) {
-            continue;
-        }
-        if (auto r = conn.exec(m.sql); !r) {
-            return fail("migration failed", r.error());
-        }
-        auto st =
-            conn.prepare("INSERT INTO schema_migrations (version, applied_at) "
-                         "VALUES (?1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))");
-        st.bind(1, m.version);
-        if (auto r = st.run(); !r) {
-            return fail("cannot record migration", r.error());
-        }
-    }
-    if (auto r = conn.exec("COMMIT"); !r) {
-        return fail("cannot commit migration", r.error());
-    }
-    return {};
+    schema db{conn};
+    return store_codec::run_migrations(db, migrations, opening, why);
 }
 
 } // namespace wopbridge::sqlite
