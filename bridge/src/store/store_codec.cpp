@@ -121,67 +121,27 @@ std::optional<std::string> base64url_decode(std::string_view in) {
 
 } // namespace
 
-std::string_view name_of(source_kind e) noexcept {
-    return lookup(source_names, e);
-}
-std::string_view name_of(sub_state e) noexcept {
-    return lookup(state_names, e);
-}
-std::string_view name_of(backoff_kind e) noexcept {
-    return lookup(backoff_names, e);
-}
-std::string_view name_of(verification_mode e) noexcept {
-    return lookup(verification_names, e);
-}
-std::string_view name_of(attempt_outcome e) noexcept {
-    return lookup(outcome_names, e);
-}
-std::string_view name_of(state_reason e) noexcept {
-    return lookup(reason_names, e);
-}
-std::string_view name_of(dead_letter_reason e) noexcept {
-    return lookup(dead_letter_reason_names, e);
-}
-std::string_view name_of(delivery_status e) noexcept {
-    return lookup(delivery_status_names, e);
-}
-std::string_view name_of(run_status e) noexcept {
-    return lookup(run_status_names, e);
-}
-std::string_view name_of(subscription::origin_kind e) noexcept {
-    return lookup(origin_names, e);
-}
+// Each enum's two directions over its one table.
+#define WB_STORED_SPELLINGS(Enum, table, parse)                                                    \
+    std::string_view name_of(Enum e) noexcept {                                                    \
+        return lookup(table, e);                                                                   \
+    }                                                                                              \
+    std::optional<Enum> parse(std::string_view s) noexcept {                                       \
+        return reverse(table, s);                                                                  \
+    }
 
-std::optional<source_kind> source_from(std::string_view s) noexcept {
-    return reverse(source_names, s);
-}
-std::optional<sub_state> state_from(std::string_view s) noexcept {
-    return reverse(state_names, s);
-}
-std::optional<backoff_kind> backoff_from(std::string_view s) noexcept {
-    return reverse(backoff_names, s);
-}
-std::optional<verification_mode> verification_from(std::string_view s) noexcept {
-    return reverse(verification_names, s);
-}
-std::optional<attempt_outcome> outcome_from(std::string_view s) noexcept {
-    return reverse(outcome_names, s);
-}
-std::optional<state_reason> reason_from(std::string_view s) noexcept {
-    return reverse(reason_names, s);
-}
-std::optional<dead_letter_reason> dead_letter_reason_from(std::string_view s) noexcept {
-    return reverse(dead_letter_reason_names, s);
-}
-std::optional<delivery_status> delivery_status_from(std::string_view s) noexcept {
-    return reverse(delivery_status_names, s);
-}
-std::optional<run_status> run_status_from(std::string_view s) noexcept {
-    return reverse(run_status_names, s);
-}
-std::optional<subscription::origin_kind> origin_from(std::string_view s) noexcept {
-    return reverse(origin_names, s);
-}
+WB_STORED_SPELLINGS(source_kind, source_names, source_from)
+WB_STORED_SPELLINGS(sub_state, state_names, state_from)
+WB_STORED_SPELLINGS(backoff_kind, backoff_names, backoff_from)
+WB_STORED_SPELLINGS(verification_mode, verification_names, verification_from)
+WB_STORED_SPELLINGS(attempt_outcome, outcome_names, outcome_from)
+WB_STORED_SPELLINGS(state_reason, reason_names, reason_from)
+WB_STORED_SPELLINGS(dead_letter_reason, dead_letter_reason_names, dead_letter_reason_from)
+WB_STORED_SPELLINGS(delivery_status, delivery_status_names, delivery_status_from)
+WB_STORED_SPELLINGS(run_status, run_status_names, run_status_from)
+WB_STORED_SPELLINGS(subscription::origin_kind, origin_names, origin_from)
+
+#undef WB_STORED_SPELLINGS
 
 std::string attempt_payload_json(const delivery_attempt& a) {
     boost::json::object o;

@@ -1,9 +1,9 @@
 #include "store/postgres/pg_outbound.hpp"
+#include "store/page_cursor.hpp"
 #include "store/store_rows.hpp"
 #include "store/store_try.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <tuple>
 
 #define WB_OWH_COLS                                                                                \
@@ -238,17 +238,9 @@ result<std::vector<outbound_delivery>> list_deliveries(connection& c,
 
 result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::string& webhook_id,
                                                      const page_request& req, millis now) {
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!req.cursor.empty()) {
-        auto colon = req.cursor.rfind(':');
-        if (colon == std::string::npos || req.cursor.substr(0, colon) != webhook_id) {
-            return make_error_code(errc::invalid_argument);
-        }
-        try {
-            before = std::stoll(req.cursor.substr(colon + 1));
-        } catch (...) {
-            return make_error_code(errc::invalid_argument);
-        }
+    auto before = codec::outbound_page_start(req, webhook_id);
+    if (!before) {
+        return before.error();
     }
     const int limit = std::clamp(req.limit, 1, 1000);
     auto r = c.exec(
@@ -258,14 +250,14 @@ result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::s
         "LEFT JOIN outbound_state_changes s ON s.seq = d.state_change_seq "
         "WHERE d.webhook_id = $1 AND d.seq < $2 AND d.expires_at > $3 "
         "ORDER BY d.seq DESC LIMIT $4",
-        {p(webhook_id), p(before), p(now), p(limit + 1)});
+        {p(webhook_id), p(*before), p(now), p(limit + 1)});
     if (!r) {
         return r.error();
     }
     page<outbound_dead_letter> out;
     for (int i = 0; i < r->size(); ++i) {
         if (i == limit) {
-            out.next_cursor = webhook_id + ":" + std::to_string(r->int64(i - 1, 10));
+            out.next_cursor = codec::outbound_cursor(webhook_id, r->int64(i - 1, 10));
             break;
         }
         out.items.push_back(codec::read_outbound_dead_letter(row_ref(*r, i)));

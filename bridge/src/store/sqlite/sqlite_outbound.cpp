@@ -1,9 +1,9 @@
 #include "store/sqlite/sqlite_outbound.hpp"
+#include "store/page_cursor.hpp"
 #include "store/store_rows.hpp"
 #include "store/store_try.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 
 #define WB_OWH_COLS                                                                                \
@@ -234,17 +234,9 @@ result<std::vector<outbound_delivery>> list_deliveries(connection& c,
 
 result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::string& webhook_id,
                                                      const page_request& req, millis now) {
-    std::int64_t before = std::numeric_limits<std::int64_t>::max();
-    if (!req.cursor.empty()) {
-        auto colon = req.cursor.rfind(':');
-        if (colon == std::string::npos || req.cursor.substr(0, colon) != webhook_id) {
-            return make_error_code(errc::invalid_argument);
-        }
-        try {
-            before = std::stoll(req.cursor.substr(colon + 1));
-        } catch (...) {
-            return make_error_code(errc::invalid_argument);
-        }
+    auto before = codec::outbound_page_start(req, webhook_id);
+    if (!before) {
+        return before.error();
     }
     int limit = std::clamp(req.limit, 1, 1000);
     auto st = c.prepare(
@@ -254,12 +246,12 @@ result<page<outbound_dead_letter>> list_dead_letters(connection& c, const std::s
         "LEFT JOIN outbound_state_changes s ON s.seq = d.state_change_seq "
         "WHERE d.webhook_id = ?1 AND d.seq < ?2 AND d.expires_at > ?3 "
         "ORDER BY d.seq DESC LIMIT ?4");
-    st.bind(1, webhook_id).bind(2, before).bind(3, now).bind(4, limit + 1);
+    st.bind(1, webhook_id).bind(2, *before).bind(3, now).bind(4, limit + 1);
     page<outbound_dead_letter> out;
     std::int64_t last_seq = 0;
     WB_TRY(each_row(st, [&](const statement& row) {
         if (static_cast<int>(out.items.size()) == limit) {
-            out.next_cursor = webhook_id + ":" + std::to_string(last_seq);
+            out.next_cursor = codec::outbound_cursor(webhook_id, last_seq);
             return false;
         }
         last_seq = row.int64(10);
