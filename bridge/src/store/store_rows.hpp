@@ -16,6 +16,56 @@
 #include <utility>
 #include <vector>
 
+// Column lists both backends select, in the order the mappings below read them (statements are
+// cached by their SQL text, so these are string literals).
+#define WB_SUB_COLS                                                                                \
+    "id, tenant, source, state, workflow_id, dedup_enabled, retry_max_attempts, retry_backoff, "   \
+    "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
+    "breaker_probe_interval_ms, verification, webhook_id, secret_fingerprint, sealed_secret, "     \
+    "schedule_cron, schedule_time_zone, connector, connector_settings_json, origin, "              \
+    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active, "               \
+    "max_concurrency"
+// What a config-file subscription's upsert overwrites (state, failures and created_at are the
+// store's own): the same ON CONFLICT clause in both dialects.
+#define WB_SUB_CONFIG_UPSERT                                                                       \
+    "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "                                    \
+    "source = excluded.source, workflow_id = excluded.workflow_id, "                               \
+    "dedup_enabled = excluded.dedup_enabled, "                                                     \
+    "retry_max_attempts = excluded.retry_max_attempts, "                                           \
+    "retry_backoff = excluded.retry_backoff, "                                                     \
+    "retry_base_delay_ms = excluded.retry_base_delay_ms, "                                         \
+    "retry_max_delay_ms = excluded.retry_max_delay_ms, "                                           \
+    "retry_jitter = excluded.retry_jitter, "                                                       \
+    "breaker_failure_threshold = excluded.breaker_failure_threshold, "                             \
+    "breaker_probe_interval_ms = excluded.breaker_probe_interval_ms, "                             \
+    "verification = excluded.verification, webhook_id = excluded.webhook_id, "                     \
+    "secret_fingerprint = excluded.secret_fingerprint, "                                           \
+    "sealed_secret = excluded.sealed_secret, "                                                     \
+    "schedule_cron = excluded.schedule_cron, "                                                     \
+    "schedule_time_zone = excluded.schedule_time_zone, "                                           \
+    "connector = excluded.connector, "                                                             \
+    "connector_settings_json = excluded.connector_settings_json, "                                 \
+    "origin = excluded.origin, updated_at = excluded.updated_at, "                                 \
+    "when_not_active = excluded.when_not_active, "                                                 \
+    "max_concurrency = excluded.max_concurrency"
+#define WB_DLV_COLS                                                                                \
+    "d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts, d.due_at, "   \
+    "d.received_at, d.updated_at, d.last_error, d.seq"
+#define WB_RUN_COLS                                                                                \
+    "id, tenant, workflow_id, subscription_id, delivery_id, status, upstream_run_id, created_at, " \
+    "updated_at"
+#define WB_DL_COLS                                                                                 \
+    "subscription_id, attempt_event_id, dedup_key, attempt, reason, state_change_source, "         \
+    "state_change_from, state_change_to, state_change_reason, dead_lettered_at, expires_at, "      \
+    "delivery_id, seq"
+#define WB_OWH_COLS                                                                                \
+    "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
+    "secret_fingerprint, state, consecutive_failures, breaker_open_until, created_at, updated_at"
+#define WB_RJ_COLS                                                                                 \
+    "id, tenant, subscription_id, state, rate_milli, total, replayed, delivered, failed, "         \
+    "consecutive_failures, started_at, finished_at, expires_at, owner, lease_until"
+#define WB_RJ_ITEM_COLS "position, attempt_event_id, delivery_id, outcome"
+
 namespace wopbridge::store_codec {
 
 // A value of a NULL-able text column (nullopt: NULL).
@@ -274,6 +324,39 @@ template <class Row> outbound_dead_letter read_outbound_dead_letter(const Row& r
         d.state_change = read_outbound_state_change(r, d.webhook_id, 11);
     }
     return d;
+}
+
+// ---- bulk replay jobs ----
+
+// WB_RJ_COLS (the rate is stored per 1000 seconds, as an integer).
+template <class Row> replay_job_record read_replay_job(const Row& r) {
+    replay_job_record j;
+    j.id = r.text(0);
+    j.tenant = r.text(1);
+    j.subscription_id = r.text(2);
+    j.state = r.text(3);
+    j.rate_per_second = static_cast<double>(r.int64(4)) / 1000.0;
+    j.total = r.integer(5);
+    j.replayed = r.integer(6);
+    j.delivered = r.integer(7);
+    j.failed = r.integer(8);
+    j.consecutive_failures = r.integer(9);
+    j.started_at = r.int64(10);
+    j.finished_at = r.int64(11);
+    j.expires_at = r.int64(12);
+    j.owner = r.text(13);
+    j.lease_until = r.int64(14);
+    return j;
+}
+
+// WB_RJ_ITEM_COLS.
+template <class Row> replay_job_item read_replay_job_item(const Row& r) {
+    replay_job_item it;
+    it.position = r.integer(0);
+    it.attempt_event_id = r.text(1);
+    it.delivery_id = r.text(2);
+    it.outcome = r.text(3);
+    return it;
 }
 
 } // namespace wopbridge::store_codec

@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <tuple>
 
-#define WB_OWH_COLS                                                                                \
-    "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
-    "secret_fingerprint, state, consecutive_failures, breaker_open_until, created_at, updated_at"
 #define WB_ODL_COLS                                                                                \
     "d.id, d.webhook_id, d.run_id, d.sequence, d.event_type, d.status, d.attempts, d.due_at, "     \
     "d.created_at, d.last_error, d.seq"

@@ -1,40 +1,13 @@
 #include "store/postgres/pg_replay_jobs.hpp"
+#include "store/store_rows.hpp"
 
 #include <cmath>
-
-#define WB_RJ_COLS                                                                                 \
-    "id, tenant, subscription_id, state, rate_milli, total, replayed, delivered, failed, "         \
-    "consecutive_failures, started_at, finished_at, expires_at, owner, lease_until"
 
 namespace wopbridge::postgres::replay_jobs {
 namespace {
 
 replay_job_record read_job(const rows& r, int i) {
-    replay_job_record j;
-    j.id = r.text(i, 0);
-    j.tenant = r.text(i, 1);
-    j.subscription_id = r.text(i, 2);
-    j.state = r.text(i, 3);
-    j.rate_per_second = static_cast<double>(r.int64(i, 4)) / 1000.0;
-    j.total = r.integer(i, 5);
-    j.replayed = r.integer(i, 6);
-    j.delivered = r.integer(i, 7);
-    j.failed = r.integer(i, 8);
-    j.consecutive_failures = r.integer(i, 9);
-    j.started_at = r.int64(i, 10);
-    j.finished_at = r.int64(i, 11);
-    j.expires_at = r.int64(i, 12);
-    j.owner = r.text(i, 13);
-    j.lease_until = r.int64(i, 14);
-    return j;
-}
-
-std::vector<replay_job_record> read_jobs(const rows& r) {
-    std::vector<replay_job_record> out;
-    for (int i = 0; i < r.size(); ++i) {
-        out.push_back(read_job(r, i));
-    }
-    return out;
+    return store_codec::read_replay_job(row_ref(r, i));
 }
 
 } // namespace
@@ -48,8 +21,8 @@ result<void> create(connection& c, const replay_job_record& job,
                     "unnest($10::text[]) WITH ORDINALITY AS t (a, n)",
                     {p(job.id), p(job.tenant), p(job.subscription_id), p(job.state),
                      p(static_cast<std::int64_t>(std::llround(job.rate_per_second * 1000.0))),
-                     p(static_cast<int>(attempt_event_ids.size())), p(job.started_at),
-                     p(job.owner), p(job.lease_until), text_array(attempt_event_ids)});
+                     p(static_cast<int>(attempt_event_ids.size())), p(job.started_at), p(job.owner),
+                     p(job.lease_until), text_array(attempt_event_ids)});
     if (!r) {
         return r.error();
     }
@@ -68,22 +41,13 @@ result<replay_job_record> get(connection& c, const std::string& id) {
 }
 
 result<std::vector<replay_job_item>> unsettled_items(connection& c, const std::string& id) {
-    auto r = c.exec("SELECT position, attempt_event_id, delivery_id, outcome FROM replay_job_items "
-                    "WHERE job_id = $1 AND outcome IN ('selected', 'replayed') ORDER BY position",
+    auto r = c.exec("SELECT " WB_RJ_ITEM_COLS " FROM replay_job_items WHERE job_id = $1 "
+                    "AND outcome IN ('selected', 'replayed') ORDER BY position",
                     {p(id)});
     if (!r) {
         return r.error();
     }
-    std::vector<replay_job_item> out;
-    for (int i = 0; i < r->size(); ++i) {
-        replay_job_item it;
-        it.position = r->integer(i, 0);
-        it.attempt_event_id = r->text(i, 1);
-        it.delivery_id = r->text(i, 2);
-        it.outcome = r->text(i, 3);
-        out.push_back(std::move(it));
-    }
-    return out;
+    return collect_rows(*r, store_codec::read_replay_job_item<row_ref>);
 }
 
 result<void> update(connection& c, const replay_job_update& u) {
@@ -126,7 +90,7 @@ result<std::vector<replay_job_record>> claim(connection& c, const std::string& o
     if (!r) {
         return r.error();
     }
-    return read_jobs(*r);
+    return collect_rows(*r, store_codec::read_replay_job<row_ref>);
 }
 
 result<int> release(connection& c, const std::string& owner) {

@@ -14,27 +14,8 @@ result<void> postgres_store::insert_subscription(const subscription& s) {
 result<void> postgres_store::upsert_config_subscription(const subscription& s) {
     const subscription_forget forget{*this, s.id};
     return write([&](connection& c) -> result<void> {
-        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ") "
-                     "ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, "
-                     "source = excluded.source, workflow_id = excluded.workflow_id, "
-                     "dedup_enabled = excluded.dedup_enabled, "
-                     "retry_max_attempts = excluded.retry_max_attempts, "
-                     "retry_backoff = excluded.retry_backoff, "
-                     "retry_base_delay_ms = excluded.retry_base_delay_ms, "
-                     "retry_max_delay_ms = excluded.retry_max_delay_ms, "
-                     "retry_jitter = excluded.retry_jitter, "
-                     "breaker_failure_threshold = excluded.breaker_failure_threshold, "
-                     "breaker_probe_interval_ms = excluded.breaker_probe_interval_ms, "
-                     "verification = excluded.verification, webhook_id = excluded.webhook_id, "
-                     "secret_fingerprint = excluded.secret_fingerprint, "
-                     "sealed_secret = excluded.sealed_secret, "
-                     "schedule_cron = excluded.schedule_cron, "
-                     "schedule_time_zone = excluded.schedule_time_zone, "
-                     "connector = excluded.connector, "
-                     "connector_settings_json = excluded.connector_settings_json, "
-                     "origin = excluded.origin, updated_at = excluded.updated_at, "
-                     "when_not_active = excluded.when_not_active, "
-                     "max_concurrency = excluded.max_concurrency",
+        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS
+                     ") " WB_SUB_CONFIG_UPSERT,
                      subscription_params(s));
     });
 }

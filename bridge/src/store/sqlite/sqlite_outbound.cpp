@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <map>
 
-#define WB_OWH_COLS                                                                                \
-    "id, tenant, url, events_json, tags_json, sealed_secret, sealed_standard_secret, "             \
-    "secret_fingerprint, state, consecutive_failures, breaker_open_until, created_at, updated_at"
 #define WB_ODL_COLS                                                                                \
     "id, webhook_id, run_id, sequence, event_type, status, attempts, due_at, created_at, "         \
     "last_error"

@@ -1,33 +1,14 @@
 #include "store/sqlite/sqlite_replay_jobs.hpp"
+#include "store/store_rows.hpp"
 #include "store/store_try.hpp"
 
 #include <cmath>
 
-#define WB_RJ_COLS                                                                                 \
-    "id, tenant, subscription_id, state, rate_milli, total, replayed, delivered, failed, "         \
-    "consecutive_failures, started_at, finished_at, expires_at, owner, lease_until"
-
 namespace wopbridge::sqlite::replay_jobs {
 namespace {
 
-replay_job_record read_job(statement& st) {
-    replay_job_record j;
-    j.id = st.text(0);
-    j.tenant = st.text(1);
-    j.subscription_id = st.text(2);
-    j.state = st.text(3);
-    j.rate_per_second = static_cast<double>(st.int64(4)) / 1000.0;
-    j.total = st.integer(5);
-    j.replayed = st.integer(6);
-    j.delivered = st.integer(7);
-    j.failed = st.integer(8);
-    j.consecutive_failures = st.integer(9);
-    j.started_at = st.int64(10);
-    j.finished_at = st.int64(11);
-    j.expires_at = st.int64(12);
-    j.owner = st.text(13);
-    j.lease_until = st.int64(14);
-    return j;
+replay_job_record read_job(const statement& st) {
+    return store_codec::read_replay_job(st);
 }
 
 } // namespace
@@ -62,18 +43,10 @@ result<replay_job_record> get(connection& c, const std::string& id) {
 }
 
 result<std::vector<replay_job_item>> unsettled_items(connection& c, const std::string& id) {
-    auto st = c.prepare("SELECT position, attempt_event_id, delivery_id, outcome "
-                        "FROM replay_job_items WHERE job_id = ?1 "
+    auto st = c.prepare("SELECT " WB_RJ_ITEM_COLS " FROM replay_job_items WHERE job_id = ?1 "
                         "AND outcome IN ('selected', 'replayed') ORDER BY position");
     st.bind(1, id);
-    return collect_rows(st, [](const statement& row) {
-        replay_job_item it;
-        it.position = row.integer(0);
-        it.attempt_event_id = row.text(1);
-        it.delivery_id = row.text(2);
-        it.outcome = row.text(3);
-        return it;
-    });
+    return collect_rows(st, store_codec::read_replay_job_item<statement>);
 }
 
 result<void> update(connection& c, const replay_job_update& u) {

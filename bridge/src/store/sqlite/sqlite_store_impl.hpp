@@ -9,6 +9,7 @@
 #include "store/sqlite/sqlite_replay_jobs.hpp"
 #include "store/store.hpp"
 #include "store/store_codec.hpp"
+#include "store/store_rows.hpp"
 #include "store/store_try.hpp"
 
 #include <algorithm>
@@ -28,27 +29,10 @@
 
 #include <sys/stat.h>
 
-// Column lists (statements are cached per connection by their SQL text).
-#define WB_SUB_COLS                                                                                \
-    "id, tenant, source, state, workflow_id, dedup_enabled, retry_max_attempts, retry_backoff, "   \
-    "retry_base_delay_ms, retry_max_delay_ms, retry_jitter, breaker_failure_threshold, "           \
-    "breaker_probe_interval_ms, verification, webhook_id, secret_fingerprint, sealed_secret, "     \
-    "schedule_cron, schedule_time_zone, connector, connector_settings_json, origin, "              \
-    "consecutive_failures, next_probe_at, created_at, updated_at, when_not_active, "               \
-    "max_concurrency"
+// The placeholders of WB_SUB_COLS (store_rows.hpp).
 #define WB_SUB_PARAMS                                                                              \
     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "  \
     "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28"
-#define WB_DLV_COLS                                                                                \
-    "d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts, d.due_at, "   \
-    "d.received_at, d.updated_at, d.last_error, d.seq"
-#define WB_RUN_COLS                                                                                \
-    "id, tenant, workflow_id, subscription_id, delivery_id, status, upstream_run_id, created_at, " \
-    "updated_at"
-#define WB_DL_COLS                                                                                 \
-    "subscription_id, attempt_event_id, dedup_key, attempt, reason, state_change_source, "         \
-    "state_change_from, state_change_to, state_change_reason, dead_lettered_at, expires_at, "      \
-    "delivery_id, seq"
 
 namespace wopbridge::sqlite_detail {
 
