@@ -193,6 +193,16 @@ template <class Row> result<run_record> read_run(const Row& r) {
     return out;
 }
 
+// WB_RUN_COLS, then the dedup key of the run's delivery (column 9): a run listing's row, which
+// names the dead letter a replay's run replays.
+template <class Row> result<run_record> read_listed_run(const Row& r) {
+    auto run = read_run(r);
+    if (run) {
+        run->replay_of_attempt_event_id = replay_of_dedup_key(r.text(9));
+    }
+    return run;
+}
+
 // event_id, type, payload_json, timestamp, sequence, causation_id (NULL: none).
 template <class Row> run_event read_event(const Row& r, std::string run_id) {
     run_event e;

@@ -27,12 +27,9 @@ result<run_record> read_run(const rows& r, int i) {
 }
 
 std::vector<run_event> read_events(const rows& r, const std::string& run_id) {
-    std::vector<run_event> out;
-    out.reserve(static_cast<std::size_t>(r.size()));
-    for (int i = 0; i < r.size(); ++i) {
-        out.push_back(codec::read_event(postgres::row_ref(r, i), run_id));
-    }
-    return out;
+    auto events = postgres::collect_rows(
+        r, [&](const postgres::row_ref& row) { return codec::read_event(row, run_id); });
+    return std::move(*events); // reading an event cannot fail
 }
 
 result<dead_letter> read_dead_letter(const rows& r, int i) {

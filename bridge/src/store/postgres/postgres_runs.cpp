@@ -27,16 +27,7 @@ result<std::vector<run_record>> postgres_store::list_runs(const run_query& q) {
         if (!r) {
             return r.error();
         }
-        std::vector<run_record> out;
-        for (int i = 0; i < r->size(); ++i) {
-            auto run = read_run(*r, i);
-            if (!run) {
-                return run.error();
-            }
-            run->replay_of_attempt_event_id = codec::replay_of_dedup_key(r->text(i, 9));
-            out.push_back(std::move(*run));
-        }
-        return out;
+        return postgres::collect_rows(*r, codec::read_listed_run<postgres::row_ref>);
     });
 }
 
@@ -144,15 +135,7 @@ result<std::vector<run_record>> postgres_store::list_runs_with_status(run_status
         if (!r) {
             return r.error();
         }
-        std::vector<run_record> out;
-        for (int i = 0; i < r->size(); ++i) {
-            auto run = read_run(*r, i);
-            if (!run) {
-                return run.error();
-            }
-            out.push_back(std::move(*run));
-        }
-        return out;
+        return postgres::collect_rows(*r, codec::read_run<postgres::row_ref>);
     });
 }
 

@@ -174,15 +174,7 @@ void postgres_store::listener_loop() {
 }
 
 result<std::vector<subscription>> postgres_store::collect_subscriptions(const rows& r) {
-    std::vector<subscription> out;
-    for (int i = 0; i < r.size(); ++i) {
-        auto s = read_subscription(r, i);
-        if (!s) {
-            return s.error();
-        }
-        out.push_back(std::move(*s));
-    }
-    return out;
+    return postgres::collect_rows(r, codec::read_subscription<postgres::row_ref>);
 }
 
 } // namespace wopbridge::postgres_detail

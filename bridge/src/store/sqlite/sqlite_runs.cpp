@@ -29,13 +29,7 @@ result<std::vector<run_record>> sqlite_store::list_runs(const run_query& q) {
             .bind(7, before_t)
             .bind(8, before_id)
             .bind(9, std::max(1, q.limit));
-        return collect_rows(st, [](const statement& row) -> result<run_record> {
-            auto r = read_run(row);
-            if (r) {
-                r->replay_of_attempt_event_id = codec::replay_of_dedup_key(row.text(9));
-            }
-            return r;
-        });
+        return collect_rows(st, codec::read_listed_run<statement>);
     });
 }
 
