@@ -246,6 +246,21 @@ template <class Row> result<dead_letter> read_dead_letter(const Row& r) {
     return d;
 }
 
+// The attempt as the subscription's log records it: of the record's subscription, naming a run
+// only when delivered (the record's run when the attempt names none).
+inline delivery_attempt recorded_attempt(const attempt_record& rec) {
+    delivery_attempt attempt = rec.attempt;
+    attempt.subscription_id = rec.subscription_id;
+    if (attempt.outcome == attempt_outcome::delivered) {
+        if (attempt.run_id.empty()) {
+            attempt.run_id = rec.run->id;
+        }
+    } else {
+        attempt.run_id.clear();
+    }
+    return attempt;
+}
+
 // ---- outbound webhooks ----
 
 // The events_json / tags_json columns: a JSON array of strings (non-strings are skipped on read).

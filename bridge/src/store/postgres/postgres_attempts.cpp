@@ -95,15 +95,7 @@ result<void> postgres_store::record_attempt_locked(connection& c, const attempt_
     }
     const std::string reserved_run_id = cur->text(0, 2);
 
-    delivery_attempt attempt = rec.attempt;
-    attempt.subscription_id = rec.subscription_id;
-    if (attempt.outcome == attempt_outcome::delivered) {
-        if (attempt.run_id.empty()) {
-            attempt.run_id = rec.run->id;
-        }
-    } else {
-        attempt.run_id.clear();
-    }
+    const delivery_attempt attempt = codec::recorded_attempt(rec);
     const std::string payload = codec::attempt_payload_json(attempt);
 
     if (attempt.outcome == attempt_outcome::delivered) {

@@ -158,6 +158,18 @@ auto read_found_row(statement& st, ReadRow&& read_row)
     return read_row(st);
 }
 
+// The first column of the first row (a MIN or MAX, say); nullopt when NULL or there is no row.
+inline result<std::optional<std::int64_t>> optional_int64(statement& st) {
+    auto row = st.step();
+    if (!row) {
+        return row.error();
+    }
+    if (!*row || st.is_null(0)) {
+        return std::optional<std::int64_t>{};
+    }
+    return std::optional<std::int64_t>{st.int64(0)};
+}
+
 class connection {
   public:
     // Opens (creating when `create`) with WAL, synchronous=FULL, foreign keys and the busy timeout.

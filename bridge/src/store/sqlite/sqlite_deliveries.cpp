@@ -234,14 +234,7 @@ result<std::vector<subscription_delivery_stats>> sqlite_store::delivery_stats(mi
 result<std::optional<millis>> sqlite_store::next_due_at() {
     return read_transaction([&]() -> result<std::optional<millis>> {
         auto st = reader_->prepare(due_queries::next_due_at);
-        auto row = st.step();
-        if (!row) {
-            return row.error();
-        }
-        if (!*row || st.is_null(0)) {
-            return std::optional<millis>{};
-        }
-        return std::optional<millis>{st.int64(0)};
+        return optional_int64(st);
     });
 }
 

@@ -211,14 +211,7 @@ result<std::optional<millis>> next_due_at(connection& c) {
         c.prepare("SELECT MIN(CASE WHEN d.status = 'pending' THEN d.due_at ELSE d.lease_until END) "
                   "FROM outbound_deliveries d JOIN outbound_webhooks w ON w.id = d.webhook_id "
                   "WHERE w.state = 'active' AND d.status IN ('pending', 'in_flight')");
-    auto row = st.step();
-    if (!row) {
-        return row.error();
-    }
-    if (!*row || st.is_null(0)) {
-        return std::optional<millis>{};
-    }
-    return std::optional<millis>{st.int64(0)};
+    return optional_int64(st);
 }
 
 result<std::vector<outbound_delivery>> list_deliveries(connection& c,

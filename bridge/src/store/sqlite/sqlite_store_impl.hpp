@@ -39,6 +39,7 @@ namespace wopbridge::sqlite_detail {
 using sqlite::collect_rows;
 using sqlite::connection;
 using sqlite::each_row;
+using sqlite::optional_int64;
 using sqlite::read_found_row;
 using sqlite::statement;
 namespace codec = store_codec;
