@@ -109,6 +109,15 @@ std::string rows::text(int row, int col) const {
                        static_cast<std::size_t>(PQgetlength(r_, row, col)));
 }
 
+std::vector<std::string> rows::texts(int col) const {
+    std::vector<std::string> out;
+    out.reserve(static_cast<std::size_t>(size()));
+    for (int i = 0; i < size(); ++i) {
+        out.push_back(text(i, col));
+    }
+    return out;
+}
+
 std::int64_t rows::int64(int row, int col) const noexcept {
     return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
 }

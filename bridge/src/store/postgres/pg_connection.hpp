@@ -65,6 +65,8 @@ class rows {
     std::string text(int row, int col) const;
     std::int64_t int64(int row, int col) const noexcept;
     int integer(int row, int col) const noexcept { return static_cast<int>(int64(row, col)); }
+    // Column `col` of every row, as text (an id list to pass on as a text[] parameter).
+    std::vector<std::string> texts(int col) const;
 
   private:
     pg_result* r_;

@@ -116,10 +116,7 @@ result<std::vector<outbound_delivery>> claim_due(connection& c, millis now, int 
     if (hooks->empty()) {
         return out;
     }
-    std::vector<std::string> ids;
-    for (int i = 0; i < hooks->size(); ++i) {
-        ids.push_back(hooks->text(i, 0));
-    }
+    const std::vector<std::string> ids = hooks->texts(0);
     // Oldest first per webhook, so one webhook's backlog keeps its order. The quals are repeated
     // on the UPDATE so a row settled meanwhile by another node is re-checked, not taken.
     auto r = c.exec(

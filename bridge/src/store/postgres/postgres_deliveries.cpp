@@ -375,10 +375,7 @@ result<void> postgres_store::claim_probes(connection& c, millis now, int limit, 
     if (failed->empty()) {
         return {};
     }
-    std::vector<std::string> subs;
-    for (int i = 0; i < failed->size(); ++i) {
-        subs.push_back(failed->text(i, 0));
-    }
+    const std::vector<std::string> subs = failed->texts(0);
     auto r = c.exec(
         // Per failed subscription: the earlier of its first due pending row and its first
         // expired lease, each one index seek (a failed subscription is where a backlog grows).
