@@ -12,7 +12,6 @@
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
 #include "support/kafka_mock.hpp"
-#include "support/postgres_server.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -44,8 +43,9 @@ const std::string host_key(32, 'k');
 struct config_options {
     std::string runs = "runs: {local: {workflows: [{id: order-intake}]}}\n";
     int max_in_flight = 64;
-    std::string extra_settings{}; // appended to the connector's settings, e.g. ", properties: {...}"
-    std::string store{}; // default: SQLite (sqlite_serve_prelude)
+    std::string
+        extra_settings{}; // appended to the connector's settings, e.g. ", properties: {...}"
+    std::string store{};  // default: SQLite (sqlite_serve_prelude)
 };
 
 class KafkaServeTest : public broker_serve_fixture {
@@ -68,7 +68,8 @@ class KafkaServeTest : public broker_serve_fixture {
             << cluster_.bootstrap() << "\", maxInFlight: " << o.max_in_flight
             << ", pollWaitMs: 50, commitIntervalMs: 20, retryDelayMs: 100, sessionTimeoutMs: "
                "6000, reconnectBackoffMs: 50, reconnectBackoffMaxMs: 200"
-            << o.extra_settings << "}\n"
+            << o.extra_settings
+            << "}\n"
                "subscriptions:\n"
                "  - id: "
             << sub_id
@@ -149,8 +150,7 @@ TEST_F(KafkaServeTest, SettingsThatWouldBreakTheContractAreRefusedAtStartWithThe
     write_config({.extra_settings = ", properties: {enable.auto.commit: true}"});
     auto check = run_program({WOPBRIDGE_PROGRAM, "check-config", config()}, 30, {}, true);
     EXPECT_NE(check.exit_code, 0) << check.stdout_text;
-    EXPECT_NE(check.stdout_text.find("enable.auto.commit"), std::string::npos)
-        << check.stdout_text;
+    EXPECT_NE(check.stdout_text.find("enable.auto.commit"), std::string::npos) << check.stdout_text;
     serve_process serve;
     EXPECT_FALSE(serve.start(config(), log_file(), 15));
     EXPECT_NE(log_text().find("enable.auto.commit"), std::string::npos) << log_text();
@@ -158,8 +158,7 @@ TEST_F(KafkaServeTest, SettingsThatWouldBreakTheContractAreRefusedAtStartWithThe
     write_config({.extra_settings = ", properties: {fetch.wait.maxi.ms: 5}"});
     check = run_program({WOPBRIDGE_PROGRAM, "check-config", config()}, 30, {}, true);
     EXPECT_NE(check.exit_code, 0) << check.stdout_text;
-    EXPECT_NE(check.stdout_text.find("fetch.wait.maxi.ms"), std::string::npos)
-        << check.stdout_text;
+    EXPECT_NE(check.stdout_text.find("fetch.wait.maxi.ms"), std::string::npos) << check.stdout_text;
 }
 
 TEST_F(KafkaServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
@@ -178,18 +177,20 @@ TEST_F(KafkaServeTest, BridgeSigkilledMidStreamLosesAndDuplicatesNothing) {
     });
     // Kill once a good part is committed in the group and some is not.
     std::int64_t committed_at_kill = 0;
-    const bool consumed_some = eventually([&] {
-        auto c = group_reader().committed(topic, partitions);
-        if (!c) {
-            return false;
-        }
-        std::int64_t sum = 0;
-        for (const auto& [p, off] : *c) {
-            sum += std::max<std::int64_t>(0, off);
-        }
-        committed_at_kill = sum;
-        return sum >= 40;
-    }, 60s);
+    const bool consumed_some = eventually(
+        [&] {
+            auto c = group_reader().committed(topic, partitions);
+            if (!c) {
+                return false;
+            }
+            std::int64_t sum = 0;
+            for (const auto& [p, off] : *c) {
+                sum += std::max<std::int64_t>(0, off);
+            }
+            committed_at_kill = sum;
+            return sum >= 40;
+        },
+        60s);
     serve.signal(SIGKILL);
     const int killed = serve.wait_exit();
     producer.join();
@@ -255,18 +256,16 @@ TEST_F(KafkaServeTest, BrokerOutageIsSurvivedAndLaterRecordsStartRuns) {
 
     const auto log_before = log_text().size();
     cluster_.down();
-    ASSERT_TRUE(eventually([&] {
-        return log_has_since(log_before, "connection lost");
-    }, 30s)) << log_text();
+    ASSERT_TRUE(eventually([&] { return log_has_since(log_before, "connection lost"); }, 30s))
+        << log_text();
     // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
     const auto sub = get_json(serve, subscription_path());
     ASSERT_TRUE(sub.is_object());
     EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
 
     cluster_.up();
-    ASSERT_TRUE(eventually([&] {
-        return log_has_since(log_before, "connection regained");
-    }, 30s)) << log_text();
+    ASSERT_TRUE(eventually([&] { return log_has_since(log_before, "connection regained"); }, 30s))
+        << log_text();
     produce(4, 100);
     ASSERT_TRUE(eventually([&] { return delivered_count(serve) == 7; }, 30s)) << log_text();
     EXPECT_TRUE(eventually([&] { return all_committed(); }));
@@ -275,40 +274,33 @@ TEST_F(KafkaServeTest, BrokerOutageIsSurvivedAndLaterRecordsStartRuns) {
 }
 
 TEST_F(KafkaServeTest, TwoNodesOnPostgresInOneGroupStartOneRunPerRecord) {
-    auto* pg = postgres_server::shared();
-    if (pg == nullptr) {
-        GTEST_SKIP() << "PostgreSQL unavailable: " << postgres_server::shared_unavailable_reason();
-    }
-    const auto db = pg->create_database();
-    ASSERT_FALSE(db.empty());
+    std::string unavailable;
     config_options o;
-    o.store = "store: {postgres: {url: \"" + pg->url(db) + "\"}}\n";
+    o.store = postgres_store_line(unavailable);
+    if (o.store.empty()) {
+        GTEST_SKIP() << unavailable; // (a database that could not be made has failed the test)
+    }
     o.max_in_flight = 8;
-    const auto cfg0 = write_config(o, "node0.yaml");
-    const auto cfg1 = write_config(o, "node1.yaml");
-    serve_process node0;
-    serve_process node1;
-    ASSERT_TRUE(node0.start(cfg0, dir_.file("node0.log"))) << node0.error;
-    ASSERT_TRUE(node1.start(cfg1, dir_.file("node1.log"))) << node1.error;
+    const std::string configs[2] = {write_config(o, "node0.yaml"), write_config(o, "node1.yaml")};
+    serve_process nodes[2];
+    ASSERT_NO_FATAL_FAILURE(start_nodes(nodes, configs));
+    auto& node0 = nodes[0];
     // Produced while the group forms and rebalances across the two: records move between
     // members mid-stream, the shared store's dedup keeps them one run each.
     constexpr int total = 120;
     produce(total / 2);
-    ASSERT_TRUE(eventually([&] {
-        return read_text_file(dir_.file("node0.log")).find("consuming: assigned") !=
-                   std::string::npos &&
-               read_text_file(dir_.file("node1.log")).find("consuming: assigned") !=
-                   std::string::npos;
-    }, 60s)) << read_text_file(dir_.file("node0.log")) << read_text_file(dir_.file("node1.log"));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return node_log(0).find("consuming: assigned") != std::string::npos &&
+                   node_log(1).find("consuming: assigned") != std::string::npos;
+        },
+        60s))
+        << node_logs();
     produce(total / 2, total / 2);
-    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s))
-        << read_text_file(dir_.file("node0.log")) << read_text_file(dir_.file("node1.log"));
+    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s)) << node_logs();
     EXPECT_TRUE(eventually([&] { return all_committed(); }));
     expect_one_run_per_record(node0, total, true);
-    node0.signal(SIGTERM);
-    node1.signal(SIGTERM);
-    EXPECT_EQ(node0.wait_exit(), 0);
-    EXPECT_EQ(node1.wait_exit(), 0);
+    expect_clean_stops(nodes);
 }
 
 } // namespace

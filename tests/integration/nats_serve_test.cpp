@@ -10,7 +10,6 @@
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
 #include "support/nats_server.hpp"
-#include "support/postgres_server.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -213,18 +212,16 @@ TEST_F(NatsServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStartRun
 
     const auto log_before = log_text().size();
     broker.kill(); // a crash: the store on disk is what survives
-    ASSERT_TRUE(eventually([&] {
-        return log_has_since(log_before, "connection lost");
-    })) << log_text();
+    ASSERT_TRUE(eventually([&] { return log_has_since(log_before, "connection lost"); }))
+        << log_text();
     // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
     const auto sub = get_json(serve, subscription_path());
     ASSERT_TRUE(sub.is_object());
     EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
 
     broker.start();
-    ASSERT_TRUE(eventually([&] {
-        return log_has_since(log_before, "connection regained");
-    })) << log_text();
+    ASSERT_TRUE(eventually([&] { return log_has_since(log_before, "connection regained"); }))
+        << log_text();
     client = std::make_unique<nats_client>(broker.url());
     auto more = produce(*client, 4, 100);
     seqs.insert(seqs.end(), more.begin(), more.end());
@@ -310,41 +307,34 @@ TEST_F(NatsServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
 }
 
 TEST_F(NatsServeTest, TwoNodesOnPostgresShareOneDurableAndStartOneRunPerMessage) {
-    auto* pg = postgres_server::shared();
-    if (pg == nullptr) {
-        GTEST_SKIP() << "PostgreSQL unavailable: " << postgres_server::shared_unavailable_reason();
+    std::string unavailable;
+    config_options o;
+    o.store = postgres_store_line(unavailable);
+    if (o.store.empty()) {
+        GTEST_SKIP() << unavailable; // (a database that could not be made has failed the test)
     }
-    const auto db = pg->create_database();
-    ASSERT_FALSE(db.empty());
     nats_server broker;
     nats_client client(broker.url());
     ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
-    config_options o;
-    o.store = "store: {postgres: {url: \"" + pg->url(db) + "\"}}\n";
     o.start_from = "beginning";
     o.max_in_flight = 8;
     o.batch_size = 4;
-    const auto cfg0 = write_config(broker, o, "node0.yaml");
-    const auto cfg1 = write_config(broker, o, "node1.yaml");
-    serve_process node0;
-    serve_process node1;
-    ASSERT_TRUE(node0.start(cfg0, dir_.file("node0.log"))) << node0.error;
-    ASSERT_TRUE(node1.start(cfg1, dir_.file("node1.log"))) << node1.error;
+    const std::string configs[2] = {write_config(broker, o, "node0.yaml"),
+                                    write_config(broker, o, "node1.yaml")};
+    serve_process nodes[2];
+    ASSERT_NO_FATAL_FAILURE(start_nodes(nodes, configs));
+    auto& node0 = nodes[0];
     ASSERT_TRUE(eventually([&] { return consumer_exists(client); }));
 
     constexpr int total = 120;
     auto seqs = produce(client, total);
-    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s))
-        << read_text_file(dir_.file("node0.log")) << read_text_file(dir_.file("node1.log"));
+    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s)) << node_logs();
     EXPECT_TRUE(eventually([&] { return all_acked(client); }));
     expect_one_run_per_message(node0, seqs, true);
     // Both nodes were members of the durable.
-    EXPECT_NE(read_text_file(dir_.file("node0.log")).find("consuming"), std::string::npos);
-    EXPECT_NE(read_text_file(dir_.file("node1.log")).find("consuming"), std::string::npos);
-    node0.signal(SIGTERM);
-    node1.signal(SIGTERM);
-    EXPECT_EQ(node0.wait_exit(), 0);
-    EXPECT_EQ(node1.wait_exit(), 0);
+    EXPECT_NE(node_log(0).find("consuming"), std::string::npos);
+    EXPECT_NE(node_log(1).find("consuming"), std::string::npos);
+    expect_clean_stops(nodes);
 }
 
 } // namespace

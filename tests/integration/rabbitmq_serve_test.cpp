@@ -10,7 +10,6 @@
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
-#include "support/postgres_server.hpp"
 #include "support/rabbitmq_server.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
@@ -222,20 +221,15 @@ TEST_F(RabbitmqServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStar
 
     const auto log_before = log_text().size();
     broker_->kill(); // a crash: the store on disk is what survives
-    ASSERT_TRUE(eventually([&] {
-        return log_has_since(log_before, "connection lost");
-    })) << log_text();
+    ASSERT_TRUE(eventually([&] { return log_has_since(log_before, "connection lost"); }))
+        << log_text();
     // Meanwhile the subscription stays active (the outage is the connector's, not the host's).
     const auto sub = get_json(serve, subscription_path());
     ASSERT_TRUE(sub.is_object());
     EXPECT_EQ(sub.at("subscription").at("state").as_string(), "active");
 
     ASSERT_TRUE(broker_->start()) << broker_->error;
-    ASSERT_TRUE(eventually(
-        [&] {
-            return log_has_since(log_before, "connection regained");
-        },
-        30s))
+    ASSERT_TRUE(eventually([&] { return log_has_since(log_before, "connection regained"); }, 30s))
         << log_text();
     client_ = std::make_unique<amqp_client>(broker_->port());
     produce(*client_, 4, 100);
@@ -333,39 +327,31 @@ TEST_F(RabbitmqServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
 }
 
 TEST_F(RabbitmqServeTest, TwoNodesOnPostgresCompeteOnOneQueueAndStartOneRunPerMessage) {
-    auto* pg = postgres_server::shared();
-    if (pg == nullptr) {
-        GTEST_SKIP() << "PostgreSQL unavailable: " << postgres_server::shared_unavailable_reason();
-    }
-    const auto db = pg->create_database();
-    ASSERT_FALSE(db.empty());
+    std::string unavailable;
     config_options o;
-    o.store = "store: {postgres: {url: \"" + pg->url(db) + "\"}}\n";
+    o.store = postgres_store_line(unavailable);
+    if (o.store.empty()) {
+        GTEST_SKIP() << unavailable; // (a database that could not be made has failed the test)
+    }
     o.prefetch = 8;
-    const auto cfg0 = write_config(o, "node0.yaml");
-    const auto cfg1 = write_config(o, "node1.yaml");
-    serve_process node0;
-    serve_process node1;
-    ASSERT_TRUE(node0.start(cfg0, dir_.file("node0.log"))) << node0.error;
-    ASSERT_TRUE(node1.start(cfg1, dir_.file("node1.log"))) << node1.error;
+    const std::string configs[2] = {write_config(o, "node0.yaml"), write_config(o, "node1.yaml")};
+    serve_process nodes[2];
+    ASSERT_NO_FATAL_FAILURE(start_nodes(nodes, configs));
+    auto& node0 = nodes[0];
     ASSERT_TRUE(eventually([&] {
         auto d = client_->depth(queue_);
         return d && d->consumers == 2;
-    })) << read_text_file(dir_.file("node0.log"));
+    })) << node_log(0);
 
     constexpr int total = 120;
     ASSERT_EQ(produce(*client_, total).size(), static_cast<std::size_t>(total));
-    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s))
-        << read_text_file(dir_.file("node0.log")) << read_text_file(dir_.file("node1.log"));
+    ASSERT_TRUE(eventually([&] { return delivered_count(node0) >= total; }, 60s)) << node_logs();
     EXPECT_TRUE(eventually([&] { return drained(); }));
     expect_one_run_per_message(node0, total, true);
     // Both nodes were consumers of the queue.
-    EXPECT_NE(read_text_file(dir_.file("node0.log")).find("consuming"), std::string::npos);
-    EXPECT_NE(read_text_file(dir_.file("node1.log")).find("consuming"), std::string::npos);
-    node0.signal(SIGTERM);
-    node1.signal(SIGTERM);
-    EXPECT_EQ(node0.wait_exit(), 0);
-    EXPECT_EQ(node1.wait_exit(), 0);
+    EXPECT_NE(node_log(0).find("consuming"), std::string::npos);
+    EXPECT_NE(node_log(1).find("consuming"), std::string::npos);
+    expect_clean_stops(nodes);
     EXPECT_EQ(ready(), 0u);
 }
 

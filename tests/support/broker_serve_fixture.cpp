@@ -3,6 +3,7 @@
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
 #include "support/http_test_server.hpp"
+#include "support/postgres_server.hpp"
 
 #include <csignal>
 #include <fcntl.h>
@@ -42,8 +43,7 @@ std::string broker_serve_fixture::config_head(const std::string& runs,
            "connectors:\n";
 }
 
-std::string broker_serve_fixture::refusing_upstream_runs(fake_runs_host& runs_host,
-                                                         int refusals) {
+std::string broker_serve_fixture::refusing_upstream_runs(fake_runs_host& runs_host, int refusals) {
     for (int i = 0; i < refusals; ++i) {
         runs_host.script(http_response{500,
                                        {{"content-type", "application/json"}},
@@ -89,22 +89,23 @@ std::size_t broker_serve_fixture::delivered_count(const serve_process& serve) co
 
 bool broker_serve_fixture::dead_letters_appear(const serve_process& serve, json::array& dead,
                                                std::chrono::milliseconds limit) const {
-    return eventually([&] {
-        auto page = get_json(serve, subscription_path() + "/dead-letters?limit=10");
-        if (!page.is_object()) {
-            return false;
-        }
-        dead = page.at("deliveries").as_array();
-        return !dead.empty();
-    }, limit);
+    return eventually(
+        [&] {
+            auto page = get_json(serve, subscription_path() + "/dead-letters?limit=10");
+            if (!page.is_object()) {
+                return false;
+            }
+            dead = page.at("deliveries").as_array();
+            return !dead.empty();
+        },
+        limit);
 }
 
 int broker_serve_fixture::reactivate_subscription(const serve_process& serve) const {
     http_call patch;
     patch.method = "PATCH";
     patch.url = serve.url() + subscription_path();
-    patch.headers = {{"authorization", "Bearer " + api_key_},
-                     {"content-type", "application/json"}};
+    patch.headers = {{"authorization", "Bearer " + api_key_}, {"content-type", "application/json"}};
     patch.body = R"({"state":"active"})";
     return perform(patch).status;
 }
@@ -112,6 +113,37 @@ int broker_serve_fixture::reactivate_subscription(const serve_process& serve) co
 void broker_serve_fixture::expect_clean_stop(serve_process& serve) const {
     serve.signal(SIGTERM);
     EXPECT_EQ(serve.wait_exit(), 0) << log_text();
+}
+
+std::string broker_serve_fixture::postgres_store_line(std::string& why) {
+    auto* pg = postgres_server::shared();
+    if (pg == nullptr) {
+        why = "PostgreSQL unavailable: " + postgres_server::shared_unavailable_reason();
+        return {};
+    }
+    const auto db = pg->create_database();
+    if (db.empty()) {
+        ADD_FAILURE() << "CREATE DATABASE failed";
+        return {};
+    }
+    return "store: {postgres: {url: \"" + pg->url(db) + "\"}}\n";
+}
+
+void broker_serve_fixture::start_nodes(serve_process (&nodes)[2],
+                                       const std::string (&configs)[2]) const {
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_TRUE(nodes[i].start(configs[i], dir_.file("node" + std::to_string(i) + ".log")))
+            << nodes[i].error;
+    }
+}
+
+void broker_serve_fixture::expect_clean_stops(serve_process (&nodes)[2]) {
+    for (auto& node : nodes) {
+        node.signal(SIGTERM);
+    }
+    for (auto& node : nodes) {
+        EXPECT_EQ(node.wait_exit(), 0);
+    }
 }
 
 void broker_serve_fixture::expect_one_delivered_run_each(
@@ -128,7 +160,8 @@ void broker_serve_fixture::expect_one_delivered_run_each(
         if (known_key) {
             EXPECT_TRUE(known_key(key)) << "a delivery for no produced " << what << ": " << key;
         }
-        EXPECT_TRUE(seen_keys.insert(key).second) << "two deliveries of one " << what << ": " << key;
+        EXPECT_TRUE(seen_keys.insert(key).second)
+            << "two deliveries of one " << what << ": " << key;
         EXPECT_EQ(d.at("status").as_string(), "delivered") << json::serialize(d);
         ASSERT_TRUE(d.contains("runId")) << json::serialize(d);
         const std::string run(d.at("runId").as_string());

@@ -60,11 +60,10 @@ class broker_serve_fixture : public ::testing::Test {
     // Every delivery is delivered with its own run and no dedup key comes twice; there are
     // `count` of them. `key_of_run` receives run id -> dedup key. `known_key`, when set, must
     // accept every dedup key. `what` names a message in failure text ("record", "message").
-    void expect_one_delivered_run_each(const serve_process& serve, std::size_t count,
-                                       const char* what,
-                                       std::map<std::string, std::string>& key_of_run,
-                                       const std::function<bool(const std::string&)>& known_key =
-                                           {}) const;
+    void expect_one_delivered_run_each(
+        const serve_process& serve, std::size_t count, const char* what,
+        std::map<std::string, std::string>& key_of_run,
+        const std::function<bool(const std::string&)>& known_key = {}) const;
     // For each run: exactly one run.started, caused by the trigger.delivery.attempted that
     // delivered it; that attempt names the run, and its dedup key passes `check_key` (default:
     // equal to the run's key in `key_of_run`).
@@ -73,6 +72,19 @@ class broker_serve_fixture : public ::testing::Test {
     void expect_runs_caused_by_their_attempts(const serve_process& serve,
                                               const std::map<std::string, std::string>& key_of_run,
                                               const attempt_key_check& check_key = {}) const;
+
+    // Two nodes on one store (each test's TwoNodesOnPostgres... case). A fresh database on the
+    // shared PostgreSQL server as a whole "store: ..." line; empty with the reason in `why` when
+    // there is no server (the test skips), empty with a failure when the database is not made.
+    static std::string postgres_store_line(std::string& why);
+    // Starts node i on `configs[i]`, logging to node<i>.log; asserts each start.
+    void start_nodes(serve_process (&nodes)[2], const std::string (&configs)[2]) const;
+    std::string node_log(int i) const {
+        return read_text_file(dir_.file("node" + std::to_string(i) + ".log"));
+    }
+    std::string node_logs() const { return node_log(0) + node_log(1); }
+    // SIGTERM to both, then both exit cleanly.
+    static void expect_clean_stops(serve_process (&nodes)[2]);
 
     temp_dir dir_;
 
