@@ -4,8 +4,13 @@
 #include "http/api.hpp"
 #include "http/error_mapping.hpp"
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
 
 namespace wopbridge::http::detail {
 
@@ -15,6 +20,16 @@ inline void reply_json(http_api::context& ctx, int status, const boost::json::va
 
 inline void reply_error(http_api::context& ctx, const boost::system::error_code& ec) {
     ctx.sink->send(error_response(ec));
+}
+
+// A page of a listing: {"<items_key>": items, "nextCursor"?: cursor} (no cursor on the last page).
+inline boost::json::object page_body(std::string_view items_key, boost::json::array items,
+                                     const std::string& next_cursor) {
+    boost::json::object body{{items_key, std::move(items)}};
+    if (!next_cursor.empty()) {
+        body["nextCursor"] = next_cursor;
+    }
+    return body;
 }
 
 // Parses a decimal integer; false on anything else (no sign unless allow_negative).

@@ -11,6 +11,7 @@
 
 namespace wopbridge::http::ops {
 namespace json = boost::json;
+using detail::page_body;
 using detail::reply_error;
 using detail::reply_json;
 
@@ -148,10 +149,10 @@ void replay_job(http_api::context& ctx, operations_api& bridge) {
         reply_error(ctx, r.error());
         return;
     }
-    json::object o{{"jobId", r->id},           {"subscriptionId", r->subscription_id},
-                   {"state", r->state},        {"total", r->total},
-                   {"replayed", r->replayed},  {"delivered", r->delivered},
-                   {"failed", r->failed},      {"startedAt", ops_format_time(r->started_at)}};
+    json::object o{{"jobId", r->id},          {"subscriptionId", r->subscription_id},
+                   {"state", r->state},       {"total", r->total},
+                   {"replayed", r->replayed}, {"delivered", r->delivered},
+                   {"failed", r->failed},     {"startedAt", ops_format_time(r->started_at)}};
     if (r->finished_at != 0) {
         o["finishedAt"] = ops_format_time(r->finished_at);
     }
@@ -163,8 +164,8 @@ void metrics(http_api::context& ctx, operations_api& bridge) {
     res.status = 200;
     res.set_header("content-type", "text/plain; version=0.0.4; charset=utf-8");
     // ctx.who is set only when the scrape carried a key with webhooks:manage (api.cpp).
-    res.body = bridge.metrics_text(ctx.who.tenant.empty() ? std::nullopt
-                                                          : std::optional<std::string>(ctx.who.tenant));
+    res.body = bridge.metrics_text(
+        ctx.who.tenant.empty() ? std::nullopt : std::optional<std::string>(ctx.who.tenant));
     ctx.sink->send(std::move(res));
 }
 
@@ -177,18 +178,17 @@ void overview(http_api::context& ctx, subscription_api& bridge) {
     json::array subs;
     for (const auto& o : *r) {
         const auto& c = o.counts;
-        json::object item{
-            {"subscription", wire::subscription(o.record)},
-            {"workflowId", o.record.workflow_id},
-            {"createdAt", ops_format_time(o.record.created_at)},
-            {"whenNotActive", o.record.hold_when_not_active ? "hold" : "refuse"},
-            {"counts", json::object{{"pending", c.pending},
-                                    {"due", c.due},
-                                    {"inFlight", c.in_flight},
-                                    {"held", c.held},
-                                    {"delivered", c.delivered},
-                                    {"deadLettered", c.dead_lettered}}},
-            {"deadLetters", c.dead_letters}};
+        json::object item{{"subscription", wire::subscription(o.record)},
+                          {"workflowId", o.record.workflow_id},
+                          {"createdAt", ops_format_time(o.record.created_at)},
+                          {"whenNotActive", o.record.hold_when_not_active ? "hold" : "refuse"},
+                          {"counts", json::object{{"pending", c.pending},
+                                                  {"due", c.due},
+                                                  {"inFlight", c.in_flight},
+                                                  {"held", c.held},
+                                                  {"delivered", c.delivered},
+                                                  {"deadLettered", c.dead_lettered}}},
+                          {"deadLetters", c.dead_letters}};
         if (!o.record.connector.empty()) {
             item["connector"] = o.record.connector;
         }
@@ -229,8 +229,8 @@ bool parse_page_params(http_api::context& ctx, int max_page_size, int& limit, st
 }
 
 std::optional<run_status> parse_run_status(std::string_view s) {
-    for (auto st : {run_status::pending, run_status::running, run_status::completed,
-                    run_status::failed}) {
+    for (auto st :
+         {run_status::pending, run_status::running, run_status::completed, run_status::failed}) {
         if (wire::name(st) == s) {
             return st;
         }
@@ -283,11 +283,7 @@ void list_runs(http_api::context& ctx, bridge_api& bridge) {
     for (const auto& run : r->items) {
         runs.push_back(wire::run_snapshot(run));
     }
-    json::object body{{"runs", std::move(runs)}};
-    if (!r->next_cursor.empty()) {
-        body["nextCursor"] = r->next_cursor;
-    }
-    reply_json(ctx, 200, body);
+    reply_json(ctx, 200, page_body("runs", std::move(runs), r->next_cursor));
 }
 
 void dead_letters_view(http_api::context& ctx, bridge_api& bridge) {
@@ -315,11 +311,8 @@ void dead_letters_view(http_api::context& ctx, bridge_api& bridge) {
         }
         items.push_back(std::move(item));
     }
-    json::object body{{"deadLetters", std::move(items)}};
-    if (!r->next_cursor.empty()) {
-        body["nextCursor"] = r->next_cursor;
-    }
-    auto res = http_response::json(200, json::serialize(body));
+    auto res = http_response::json(
+        200, json::serialize(page_body("deadLetters", std::move(items), r->next_cursor)));
     res.set_header("cache-control", "no-store");
     ctx.sink->send(std::move(res));
 }

@@ -13,6 +13,7 @@
 namespace wopbridge::http {
 
 namespace json = boost::json;
+using detail::page_body;
 using detail::reply_error;
 using detail::reply_json;
 
@@ -88,7 +89,8 @@ void http_api::create_subscription(context& ctx) {
         std::string why;
         if (auto attached = router_->attach(r->record, why); !attached) {
             (void)bridge_.delete_subscription(ctx.who.tenant, r->record.id);
-            ctx.sink->send(validation_error("settings", "the connector refused the subscription: " + why));
+            ctx.sink->send(
+                validation_error("settings", "the connector refused the subscription: " + why));
             return;
         }
     }
@@ -203,11 +205,7 @@ void http_api::list_deliveries(context& ctx) {
     for (const auto& d : r->items) {
         items.push_back(wire::delivery_summary(d));
     }
-    json::object body{{"deliveries", std::move(items)}};
-    if (!r->next_cursor.empty()) {
-        body["nextCursor"] = r->next_cursor;
-    }
-    reply_json(ctx, 200, body);
+    reply_json(ctx, 200, page_body("deliveries", std::move(items), r->next_cursor));
 }
 
 void http_api::list_dead_letters(context& ctx) {
@@ -227,11 +225,7 @@ void http_api::list_dead_letters(context& ctx) {
         rec["subscriptionId"] = id; // equals the path segment by contract
         items.push_back(std::move(rec));
     }
-    json::object body{{"deliveries", std::move(items)}};
-    if (!r->next_cursor.empty()) {
-        body["nextCursor"] = r->next_cursor;
-    }
-    reply_json(ctx, 200, body);
+    reply_json(ctx, 200, page_body("deliveries", std::move(items), r->next_cursor));
 }
 
 } // namespace wopbridge::http

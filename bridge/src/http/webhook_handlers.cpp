@@ -1,5 +1,6 @@
-// POST/GET /v1/webhooks, DELETE /v1/webhooks/{webhookId}, GET /v1/webhooks/{webhookId}/dead-letters:
-// outbound run-event webhooks (webhooks.md v1.2; CONTRACT.md (e) Register/unregister and (i) 12).
+// POST/GET /v1/webhooks, DELETE /v1/webhooks/{webhookId}, GET
+// /v1/webhooks/{webhookId}/dead-letters: outbound run-event webhooks (webhooks.md v1.2; CONTRACT.md
+// (e) Register/unregister and (i) 12).
 
 #include "contract/wire.hpp"
 #include "http/api.hpp"
@@ -12,6 +13,7 @@
 namespace wopbridge::http {
 
 namespace json = boost::json;
+using detail::page_body;
 using detail::reply_error;
 using detail::reply_json;
 
@@ -39,7 +41,8 @@ bool string_array(const json::value& v, std::vector<std::string>& out) {
     return true;
 }
 
-// The URL without its query or fragment: a token there is the subscriber's secret, not ours to show.
+// The URL without its query or fragment: a token there is the subscriber's secret, not ours to
+// show.
 std::string url_for_reads(const std::string& url) {
     return url.substr(0, url.find_first_of("?#"));
 }
@@ -114,7 +117,7 @@ void http_api::create_webhook(context& ctx) {
             std::string field = why.rfind("url", 0) == 0      ? "url"
                                 : why.rfind("events", 0) == 0 ? "events"
                                 : why.rfind("secret", 0) == 0 ? "secret"
-                                                               : "body";
+                                                              : "body";
             ctx.sink->send(validation_error(field, why));
             return;
         }
@@ -221,11 +224,7 @@ void http_api::list_webhook_dead_letters(context& ctx) {
         }
         items.push_back(std::move(rec));
     }
-    json::object body{{"deadLetters", std::move(items)}};
-    if (!r->next_cursor.empty()) {
-        body["nextCursor"] = r->next_cursor;
-    }
-    reply_json(ctx, 200, body);
+    reply_json(ctx, 200, page_body("deadLetters", std::move(items), r->next_cursor));
 }
 
 } // namespace wopbridge::http
