@@ -218,14 +218,7 @@ std::string content_json(const slack_request& r,
             hdrs[name] = json::lossy_utf8(value);
         }
     }
-    boost::json::object webhook;
-    webhook["method"] = "POST";
-    webhook["headers"] = std::move(hdrs);
-    webhook["body"] = r.body;
-    json::carry_invalid_utf8(webhook["body"]); // a `text=%FF` is taken, not refused
-    boost::json::object content;
-    content["webhook"] = std::move(webhook);
-    return boost::json::serialize(content);
+    return json::posted_webhook_content(std::move(hdrs), r.body);
 }
 
 } // namespace wopbridge::slack

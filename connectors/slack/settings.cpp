@@ -41,55 +41,44 @@ const char* const subscription_schema_json = R"({
 
 namespace {
 
-// Applies the keys of `json` to `out`; subscriptions may not set toleranceSeconds. The JSON Schemas
-// above say the same; this is what the module itself relies on.
-bool apply(settings& out, std::string_view json, bool connector_level, std::string& error) {
+// Applies the keys of `o` to `out` (throws config_error); subscriptions may not set
+// toleranceSeconds. The JSON Schemas above say the same; this is what the module relies on.
+void apply(settings& out, const boost::json::object& o, bool connector_level) {
     using namespace json_config;
-    return status_of_reading(error, [&] {
-               const auto o = parse_object(json, "settings", syntax_wording::must_be_object);
-               if (connector_level) {
-                   check_keys(o,
-                              {"signingSecret", "signingSecrets", "toleranceSeconds", "eventTypes",
-                               "channels"},
-                              "settings");
-                   out.tolerance_seconds =
-                       get_int(o, "toleranceSeconds", out.tolerance_seconds, 1, 3600);
-               } else {
-                   check_keys(o, {"signingSecret", "signingSecrets", "eventTypes", "channels"},
-                              "subscription settings");
-               }
-               if (auto secrets = get_rotating_secrets(o, "signingSecret", "signingSecrets")) {
-                   out.signing_secrets = std::move(*secrets);
-               }
-               if (auto list = get_string_list(o, "eventTypes")) {
-                   out.event_types = std::move(list);
-               }
-               if (auto list = get_string_list(o, "channels")) {
-                   out.channels = std::move(list);
-               }
-               if (connector_level && out.signing_secrets.empty()) {
-                   throw config_error("signingSecret or signingSecrets is required");
-               }
-           }) == status::ok;
+    if (connector_level) {
+        check_keys(
+            o, {"signingSecret", "signingSecrets", "toleranceSeconds", "eventTypes", "channels"},
+            "settings");
+        out.tolerance_seconds = get_int(o, "toleranceSeconds", out.tolerance_seconds, 1, 3600);
+    } else {
+        check_keys(o, {"signingSecret", "signingSecrets", "eventTypes", "channels"},
+                   "subscription settings");
+    }
+    if (auto secrets = get_rotating_secrets(o, "signingSecret", "signingSecrets")) {
+        out.signing_secrets = std::move(*secrets);
+    }
+    if (auto list = get_string_list(o, "eventTypes")) {
+        out.event_types = std::move(list);
+    }
+    if (auto list = get_string_list(o, "channels")) {
+        out.channels = std::move(list);
+    }
+    if (connector_level && out.signing_secrets.empty()) {
+        throw config_error("signingSecret or signingSecrets is required");
+    }
 }
 
 } // namespace
 
 std::optional<settings> parse_connector_settings(std::string_view json, std::string& error) {
-    settings out;
-    if (!apply(out, json, true, error)) {
-        return std::nullopt;
-    }
-    return out;
+    return json_config::read_settings(settings{}, json, error,
+                                      [](settings& s, const auto& o) { apply(s, o, true); });
 }
 
 std::optional<settings> apply_subscription_settings(const settings& base, std::string_view json,
                                                     std::string& error) {
-    settings out = base;
-    if (!apply(out, json, false, error)) {
-        return std::nullopt;
-    }
-    return out;
+    return json_config::read_settings(base, json, error,
+                                      [](settings& s, const auto& o) { apply(s, o, false); });
 }
 
 } // namespace wopbridge::slack

@@ -179,14 +179,7 @@ std::string content_json(const sms_request& r, std::string_view content_type) {
     if (!content_type.empty()) {
         headers["content-type"] = json::lossy_utf8(content_type);
     }
-    boost::json::object webhook;
-    webhook["method"] = "POST";
-    webhook["headers"] = std::move(headers);
-    webhook["body"] = r.body;
-    json::carry_invalid_utf8(webhook["body"]); // a `Body=%FF` is taken, not refused
-    boost::json::object content;
-    content["webhook"] = std::move(webhook);
-    return boost::json::serialize(content);
+    return json::posted_webhook_content(std::move(headers), r.body);
 }
 
 } // namespace wopbridge::sms

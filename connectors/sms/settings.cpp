@@ -45,61 +45,52 @@ const char* const subscription_schema_json = subscription_schema.c_str();
 
 namespace {
 
-// Applies the keys of `json` to `out`; both levels accept the same keys (the schemas above).
-bool apply(settings& out, std::string_view json, bool connector_level, std::string& error) {
+// Applies the keys of `o` to `out` (throws config_error); both levels accept the same keys (the
+// schemas above).
+void apply(settings& out, const boost::json::object& o, bool connector_level) {
     using namespace json_config;
-    return status_of_reading(error, [&] {
-               const auto o = parse_object(json, "settings", syntax_wording::must_be_object);
-               check_keys(o,
-                          {"authToken", "authTokens", "publicUrl", "autoReply", "statusCallbacks"},
-                          connector_level ? "settings" : "subscription settings");
-               if (auto tokens = get_rotating_secrets(o, "authToken", "authTokens")) {
-                   out.auth_tokens = std::move(*tokens);
-               }
-               if (o.contains("publicUrl")) {
-                   const auto* url = o.at("publicUrl").if_string();
-                   if (url == nullptr || (url->subview().rfind("https://", 0) != 0 &&
-                                          url->subview().rfind("http://", 0) != 0)) {
-                       throw config_error("publicUrl must be an absolute http(s) URL");
-                   }
-                   out.public_url = std::string(url->subview());
-               }
-               if (o.contains("autoReply")) {
-            out.auto_reply = get_string(o, "autoReply");
+    check_keys(o, {"authToken", "authTokens", "publicUrl", "autoReply", "statusCallbacks"},
+               connector_level ? "settings" : "subscription settings");
+    if (auto tokens = get_rotating_secrets(o, "authToken", "authTokens")) {
+        out.auth_tokens = std::move(*tokens);
+    }
+    if (o.contains("publicUrl")) {
+        const auto* url = o.at("publicUrl").if_string();
+        if (url == nullptr ||
+            (url->subview().rfind("https://", 0) != 0 && url->subview().rfind("http://", 0) != 0)) {
+            throw config_error("publicUrl must be an absolute http(s) URL");
         }
-               if (o.contains("statusCallbacks")) {
-                   const auto* policy = o.at("statusCallbacks").if_string();
-                   if (policy != nullptr && *policy == "ignore") {
-                       out.status_callbacks = status_callback_policy::ignore;
-                   } else if (policy != nullptr && *policy == "deliver") {
-                       out.status_callbacks = status_callback_policy::deliver;
-                   } else {
-                       throw config_error("statusCallbacks must be \"ignore\" or \"deliver\"");
-                   }
-               }
-               if (connector_level && out.auth_tokens.empty()) {
-                   throw config_error("authToken or authTokens is required");
-               }
-           }) == status::ok;
+        out.public_url = std::string(url->subview());
+    }
+    if (o.contains("autoReply")) {
+        out.auto_reply = get_string(o, "autoReply");
+    }
+    if (o.contains("statusCallbacks")) {
+        const auto* policy = o.at("statusCallbacks").if_string();
+        if (policy != nullptr && *policy == "ignore") {
+            out.status_callbacks = status_callback_policy::ignore;
+        } else if (policy != nullptr && *policy == "deliver") {
+            out.status_callbacks = status_callback_policy::deliver;
+        } else {
+            throw config_error("statusCallbacks must be \"ignore\" or \"deliver\"");
+        }
+    }
+    if (connector_level && out.auth_tokens.empty()) {
+        throw config_error("authToken or authTokens is required");
+    }
 }
 
 } // namespace
 
 std::optional<settings> parse_connector_settings(std::string_view json, std::string& error) {
-    settings out;
-    if (!apply(out, json, true, error)) {
-        return std::nullopt;
-    }
-    return out;
+    return json_config::read_settings(settings{}, json, error,
+                                      [](settings& s, const auto& o) { apply(s, o, true); });
 }
 
 std::optional<settings> apply_subscription_settings(const settings& base, std::string_view json,
                                                     std::string& error) {
-    settings out = base;
-    if (!apply(out, json, false, error)) {
-        return std::nullopt;
-    }
-    return out;
+    return json_config::read_settings(base, json, error,
+                                      [](settings& s, const auto& o) { apply(s, o, false); });
 }
 
 } // namespace wopbridge::sms

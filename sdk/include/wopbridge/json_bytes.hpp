@@ -18,6 +18,8 @@
 #include <wopbridge/json_util.hpp>
 #include <wopbridge/signatures.hpp>
 
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <string>
@@ -73,6 +75,17 @@ inline bool carry_invalid_utf8(boost::json::value& v) {
         }
     }
     return changed;
+}
+
+// A provider's POST as event content: {"webhook":{"method":"POST","headers":…,"body":…}}, with
+// every string in `body` that is not UTF-8 carried as the marker (a form field `%FF` is taken, not
+// refused). Serialized, ready for content_json.
+inline std::string posted_webhook_content(boost::json::object headers, boost::json::value body) {
+    carry_invalid_utf8(body);
+    boost::json::object webhook{{"method", "POST"}};
+    webhook["headers"] = std::move(headers);
+    webhook["body"] = std::move(body);
+    return boost::json::serialize(boost::json::object{{"webhook", std::move(webhook)}});
 }
 
 } // namespace wopbridge::json

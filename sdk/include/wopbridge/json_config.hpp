@@ -56,6 +56,20 @@ inline boost::json::object parse_object(std::string_view text, std::string_view 
     return std::move(v.as_object());
 }
 
+// A connector's settings of type S: `apply(S&, const boost::json::object&)` (which throws
+// config_error) over a copy of `base`, `text` read as "settings"; nullopt with the reason in
+// `error`. The shape of a layered connector's parse and override functions (slack, sms).
+template <class S, class Apply>
+std::optional<S> read_settings(S base, std::string_view text, std::string& error, Apply&& apply) {
+    const auto st = status_of_reading(error, [&] {
+        apply(base, parse_object(text, "settings", syntax_wording::must_be_object));
+    });
+    if (st != status::ok) {
+        return std::nullopt;
+    }
+    return base;
+}
+
 // Refuses any key outside `known`: "unknown <where> key <key>".
 inline void check_keys(const boost::json::object& o, std::initializer_list<std::string_view> known,
                        std::string_view where) {

@@ -27,5 +27,14 @@ TEST(JsonBytesTest, InvalidValuesAndKeysAreRewrittenAndValidOnesLeftAlone) {
     EXPECT_FALSE(carry_invalid_utf8(clean));
 }
 
+TEST(JsonBytesTest, PostedWebhookContentCarriesHeadersAndABodyWithBytes) {
+    const auto text = posted_webhook_content(boost::json::object{{"content-type", "text/plain"}},
+                                             boost::json::object{{"Body", "caf\xe9"}});
+    const auto v = boost::json::parse(text);
+    EXPECT_EQ(v, boost::json::parse(R"({"webhook":{"method":"POST",)"
+                                    R"("headers":{"content-type":"text/plain"},)"
+                                    R"("body":{"Body":{"$base64":"Y2Fm6Q=="}}}})"));
+}
+
 } // namespace
 } // namespace wopbridge::json
