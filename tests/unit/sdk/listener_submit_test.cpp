@@ -86,6 +86,8 @@ TEST_F(SdkListenerSubmitTest, SubmitsUnverifiedForTheSubscriptionAtTheHostsTime)
     EXPECT_FALSE(recorded_.verified[0]);
     EXPECT_EQ(recorded_.received_at[0], 1'767'225'600'123);
     EXPECT_TRUE(answers_.empty()); // nothing before the host answers
+    complete(0, WB_SUBMIT_ACCEPTED); // a host answers every submit it took, once
+    EXPECT_EQ(answers_, (std::vector<std::string>{"committed 7"}));
 }
 
 TEST_F(SdkListenerSubmitTest, CommittedOrRecognisedOutcomesAreCommitsByKey) {
