@@ -104,7 +104,7 @@ TEST_F(CrashDeliveryTest, SigkillDuringRetryBackoffResumesAttemptCountAndDueTime
         return std::nullopt;
     });
     write_config("{upstream: {baseUrl: \"" + host.base_url() + "\", timeout: 5s}}",
-                 "{retryPolicy: {maxAttempts: 6, backoff: fixed, baseDelay: 2s, jitter: false}, "
+                 "{retryPolicy: {maxAttempts: 6, backoff: fixed, baseDelay: 4s, jitter: false}, "
                  "lease: 3s, attemptTimeout: 1s, breaker: {failureThreshold: 100}}");
 
     serve_process serve;
@@ -131,11 +131,19 @@ TEST_F(CrashDeliveryTest, SigkillDuringRetryBackoffResumesAttemptCountAndDueTime
 
         ASSERT_TRUE(start(serve)) << serve.error;
         auto after = delivery(serve, delivery_id);
+        const millis read_at = wall_ms(std::chrono::system_clock::now());
         ASSERT_TRUE(after.has_value());
-        // The schedule survived the kill: same attempt count, same due time, still pending.
-        EXPECT_EQ(after->attempts, attempt);
-        EXPECT_EQ(after->due_at, before->due_at);
-        EXPECT_EQ(after->status, "pending");
+        if (read_at + 5 < due) {
+            // Read inside the backoff: the schedule survived the kill (same attempt count, same
+            // due time, still pending).
+            EXPECT_EQ(after->attempts, attempt);
+            EXPECT_EQ(after->due_at, before->due_at);
+            EXPECT_EQ(after->status, "pending");
+        } else {
+            // A restart slower than the rest of the backoff (a loaded sanitizer build): the next
+            // attempt may be made already; the count went on from where it was, never reset.
+            EXPECT_GE(after->attempts, attempt);
+        }
 
         // The next attempt waits for the due time: it is neither lost nor sent early.
         ASSERT_TRUE(eventually([&] { return host.calls_for(delivery_id).size() > attempt; },
