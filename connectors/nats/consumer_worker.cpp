@@ -15,6 +15,7 @@ constexpr auto max_backoff = std::chrono::milliseconds(2000);
 constexpr auto capacity_poll = std::chrono::milliseconds(50);
 constexpr std::int64_t ns_per_ms = 1'000'000;
 constexpr std::int64_t api_wait_ms = 2000;
+constexpr auto idle_check_after = std::chrono::seconds(5);
 
 // The connection is down or going: the link logs that once; fetches just wait for it.
 bool connection_trouble(natsStatus s) {
@@ -32,6 +33,20 @@ std::string js_error(natsStatus s, jsErrCode code) {
 }
 
 } // namespace
+
+void consumer_worker::held_message::release() noexcept {
+    if (msg != nullptr) {
+        natsMsg_Destroy(msg);
+        msg = nullptr;
+    }
+    from.reset(); // may destroy a subscription the worker already bound past
+}
+
+void consumer_worker::held_message::replace(natsMsg* m, subscription_ref s) noexcept {
+    release();
+    msg = m;
+    from = std::move(s);
+}
 
 consumer_worker::consumer_worker(const wopbridge::host& host, const connector_settings& settings,
                                  natsConnection* nc, std::string sub_id, subscription_settings sub)
@@ -77,10 +92,7 @@ void consumer_worker::stop(clock::time_point deadline) {
             "stopped with " + std::to_string(in_flight_.size()) +
                 " message(s) unacknowledged; JetStream delivers them again after ackWait");
     }
-    for (auto& [seq, h] : in_flight_) {
-        natsMsg_Destroy(h.msg);
-    }
-    in_flight_.clear();
+    in_flight_.clear(); // destroys each message, then its share of its subscription
     resubmit_.clear();
     released_ = true;
     // The acks are buffered in the client: push them out before the connection may close.
@@ -96,11 +108,9 @@ void consumer_worker::stop(clock::time_point deadline) {
 }
 
 void consumer_worker::unbind() {
-    if (pull_ != nullptr) {
-        // Destroy, not Unsubscribe: the durable consumer must outlive this process.
-        natsSubscription_Destroy(pull_);
-        pull_ = nullptr;
-    }
+    // Destroyed (not unsubscribed: the durable consumer must outlive this process) once the last
+    // message fetched through it is let go.
+    pull_.reset();
 }
 
 bool consumer_worker::bind(std::chrono::milliseconds retry_in) {
@@ -159,10 +169,13 @@ bool consumer_worker::bind(std::chrono::milliseconds retry_in) {
     so.Consumer = sub_.durable.c_str();
     so.ManualAck = true;
     code = static_cast<jsErrCode>(0);
+    natsSubscription* bound = nullptr;
     const auto s =
-        js_PullSubscribe(&pull_, js_, nullptr, sub_.durable.c_str(), nullptr, &so, &code);
+        js_PullSubscribe(&bound, js_, nullptr, sub_.durable.c_str(), nullptr, &so, &code);
     if (s != NATS_OK) {
-        pull_ = nullptr;
+        if (bound != nullptr) {
+            natsSubscription_Destroy(bound);
+        }
         ++failed_binds_;
         if (!connection_trouble(s)) {
             log(wopbridge::log_level::warn,
@@ -174,6 +187,9 @@ bool consumer_worker::bind(std::chrono::milliseconds retry_in) {
         "consuming" + (failed_binds_ > 0 ? " (bound after " + std::to_string(failed_binds_) +
                                                " failed attempt(s))"
                                          : std::string()));
+    pull_ = subscription_ref(bound, natsSubscription_Destroy);
+    idle_since_.reset();
+    idle_checked_ = false;
     failed_binds_ = 0;
     last_fetch_error_.clear();
     return true;
@@ -229,19 +245,22 @@ bool consumer_worker::fetch_round(std::size_t room) {
     jsErrCode code = static_cast<jsErrCode>(0);
     // Short enough that the loop sends +WPI for held messages in time (every ackWait / 2).
     const auto wait = std::min(settings_.fetch_wait_ms, sub_.ack_wait_ms / 4);
-    const auto s = natsSubscription_Fetch(&list, pull_, static_cast<int>(room), wait, &code);
+    const auto s =
+        natsSubscription_Fetch(&list, pull_.get(), static_cast<int>(room), wait, &code);
     if (s == NATS_OK || (s == NATS_TIMEOUT && list.Count > 0)) {
         for (int i = 0; i < list.Count; ++i) {
-            take(list.Msgs[i]);
+            take(list.Msgs[i], pull_);
             list.Msgs[i] = nullptr; // ours now
         }
         natsMsgList_Destroy(&list);
         last_fetch_error_.clear();
+        idle_since_.reset();
+        idle_checked_ = false;
         return true;
     }
     natsMsgList_Destroy(&list);
     if (s == NATS_TIMEOUT) {
-        return true; // nothing new within fetchWaitMs
+        return note_idle_fetch(); // nothing new within fetchWaitMs
     }
     if (connection_trouble(s)) {
         // The link logged "connection lost"; the pull subscription survives a reconnect.
@@ -258,7 +277,64 @@ bool consumer_worker::fetch_round(std::size_t room) {
     return false;
 }
 
-void consumer_worker::take(natsMsg* msg) {
+bool consumer_worker::note_idle_fetch() {
+    const auto now = clock::now();
+    if (!idle_since_) {
+        idle_since_ = now;
+    }
+    if (idle_checked_ || now - *idle_since_ < idle_check_after) {
+        return true;
+    }
+    idle_checked_ = true;
+    return check_idle_consumer();
+}
+
+bool consumer_worker::check_idle_consumer() {
+    // One JetStream API call per idle stretch.
+    jsConsumerInfo* info = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    const auto s = js_GetConsumerInfo(&info, js_, sub_.stream.c_str(), sub_.durable.c_str(),
+                                      nullptr, &code);
+    if (s != NATS_OK || info == nullptr) {
+        if (code == JSConsumerNotFoundErr) {
+            // Deleted under us (`nats consumer rm`, a stream re-created): pulls from it only time
+            // out. Bind again, which creates it anew unless createConsumer is false. Messages
+            // still held keep the old subscription until their outcomes are acked.
+            log(wopbridge::log_level::warn, "the durable consumer is gone; binding again");
+            return false;
+        }
+        return true;
+    }
+    const auto pending = info->NumPending;
+    const auto ack_pending = info->NumAckPending;
+    const auto limit = info->Config != nullptr ? info->Config->MaxAckPending : 0;
+    const auto wait_ms = info->Config != nullptr ? info->Config->AckWait / ns_per_ms : 0;
+    jsConsumerInfo_Destroy(info);
+    bool holding = false;
+    {
+        std::lock_guard lock(mu_);
+        holding = !in_flight_.empty();
+    }
+    // Does the consumer keep messages back because its MaxAckPending is taken up by deliveries
+    // nobody here holds (a member that stopped, another node)?
+    if (holding || ack_pending <= 0 ||
+        (pending == 0 && (limit <= 0 || ack_pending < limit))) {
+        return true;
+    }
+    log(wopbridge::log_level::info,
+        std::to_string(ack_pending) +
+            " message(s) are delivered to this durable but unacknowledged and none is held here" +
+            (limit > 0 && ack_pending >= limit
+                 ? " (maxAckPending " + std::to_string(limit) + " reached, " +
+                       std::to_string(pending) + " more waiting)"
+                 : std::string()) +
+            ": another member holds them, or one that stopped; JetStream redelivers them after "
+            "ackWait (" +
+            std::to_string(wait_ms) + " ms)");
+    return true;
+}
+
+void consumer_worker::take(natsMsg* msg, const subscription_ref& from) {
     jsMsgMetaData* meta = nullptr;
     if (natsMsg_GetMetaData(&meta, msg) != NATS_OK || meta == nullptr) {
         // Not a JetStream message (no ack subject): nothing to ack, nothing to deliver.
@@ -273,16 +349,13 @@ void consumer_worker::take(natsMsg* msg) {
         auto it = in_flight_.find(seq);
         if (it != in_flight_.end()) {
             // Redelivered while its outcome is outstanding: ack the newest delivery instead.
-            natsMsg_Destroy(it->second.msg);
-            it->second.msg = msg;
+            it->second.message.replace(msg, from);
             return;
         }
-        held h;
-        h.msg = msg;
-        h.subject = natsMsg_GetSubject(msg);
-        h.progress_at = clock::now() + std::chrono::milliseconds(sub_.ack_wait_ms / 2);
-        in_flight_.emplace(seq, std::move(h));
-        fresh = true;
+        auto [at, inserted] = in_flight_.try_emplace(seq, msg, from);
+        at->second.subject = natsMsg_GetSubject(msg);
+        at->second.progress_at = clock::now() + std::chrono::milliseconds(sub_.ack_wait_ms / 2);
+        fresh = inserted;
     }
     if (fresh) {
         submit(seq);
@@ -304,14 +377,14 @@ void consumer_worker::submit(std::uint64_t seq) {
         view.subject = h.subject;
         if (!sub_.key_header.empty()) {
             const char* value = nullptr;
-            if (natsMsgHeader_Get(h.msg, sub_.key_header.c_str(), &value) == NATS_OK &&
+            if (natsMsgHeader_Get(h.msg(), sub_.key_header.c_str(), &value) == NATS_OK &&
                 value != nullptr) {
                 view.key = std::string_view(value);
             }
         }
-        const char* data = natsMsg_GetData(h.msg);
-        view.data = std::string_view(
-            data ? data : "", static_cast<std::size_t>(std::max(0, natsMsg_GetDataLength(h.msg))));
+        const char* data = natsMsg_GetData(h.msg());
+        view.data = std::string_view(data ? data : "", static_cast<std::size_t>(std::max(
+                                                           0, natsMsg_GetDataLength(h.msg()))));
         ev.content_json = event_content(view, settings_.max_message_bytes, h.without_payload);
     }
     ev.provider_event_id = provider_event_id(sub_.stream, seq);
@@ -333,8 +406,7 @@ void consumer_worker::on_committed(std::uint64_t seq) {
             return;
         }
         // Committed or recognised: only now may JetStream forget the message.
-        st = natsMsg_Ack(it->second.msg, nullptr);
-        natsMsg_Destroy(it->second.msg);
+        st = natsMsg_Ack(it->second.msg(), nullptr);
         in_flight_.erase(it);
         backoff_.reset();
     }
@@ -367,8 +439,7 @@ void consumer_worker::on_refused(std::uint64_t seq, const std::string& reason,
             // Even without its payload: the host can never take it. Terminate it, so JetStream
             // stops redelivering it (and its MSG_TERMINATED advisory can feed a dead-letter
             // stream).
-            natsMsg_Term(it->second.msg, nullptr);
-            natsMsg_Destroy(it->second.msg);
+            natsMsg_Term(it->second.msg(), nullptr);
             in_flight_.erase(it);
             level = wopbridge::log_level::warn;
             line = "message refused as invalid even without its payload; terminated";
@@ -378,9 +449,8 @@ void consumer_worker::on_refused(std::uint64_t seq, const std::string& reason,
             // round so a dead-lettered subscription is not polled every retryDelayMs.
             // Later refusals of the same round come back when fetching resumes.
             const auto round = backoff_.refused(clock::now(), retry_after_seconds);
-            natsMsg_NakWithDelay(it->second.msg, std::max<std::int64_t>(1, round.delay.count()),
-                                 nullptr);
-            natsMsg_Destroy(it->second.msg);
+            natsMsg_NakWithDelay(it->second.msg(),
+                                 std::max<std::int64_t>(1, round.delay.count()), nullptr);
             in_flight_.erase(it);
             if (round.fresh) {
                 // A new refused round: one line, not one per message.
@@ -401,7 +471,7 @@ void consumer_worker::keep_in_progress() {
     const auto now = clock::now();
     for (auto& [seq, h] : in_flight_) {
         if (now >= h.progress_at) {
-            natsMsg_InProgress(h.msg, nullptr);
+            natsMsg_InProgress(h.msg(), nullptr);
             h.progress_at = now + std::chrono::milliseconds(sub_.ack_wait_ms / 2);
         }
     }

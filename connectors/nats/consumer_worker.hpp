@@ -9,6 +9,12 @@
 // fetching for that delay (doubling per refused round, up to 30 s): JetStream keeps the message,
 // not us. A message held longer than half its ackWait is kept with +WPI (in progress), so a slow
 // commit does not make JetStream hand it to another node meanwhile.
+//
+// A nats.c message is not reference-counted and its ack goes through the subscription it came
+// from (natsMsg -> sub -> JetStream context, connection). So every held message keeps a share of
+// that subscription: when a fetch error makes the worker bind again (a broker restart, a consumer
+// re-created), the old subscription lives on until the last of its messages is acked, NAKed or let
+// go, whichever host thread that happens on.
 
 #include "nats/settings.hpp"
 
@@ -26,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -48,8 +55,26 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
   private:
     using clock = std::chrono::steady_clock;
 
+    using subscription_ref = std::shared_ptr<natsSubscription>;
+
+    // Owns a fetched message and a share of the subscription that must outlive it.
+    struct held_message {
+        held_message(natsMsg* m, subscription_ref s) noexcept : msg(m), from(std::move(s)) {}
+        ~held_message() { release(); }
+        held_message(const held_message&) = delete;
+        held_message& operator=(const held_message&) = delete;
+        // Destroys the message first, then lets go of its subscription.
+        void release() noexcept;
+        void replace(natsMsg* m, subscription_ref s) noexcept;
+
+        natsMsg* msg = nullptr;
+        subscription_ref from;
+    };
+
     struct held {
-        natsMsg* msg = nullptr; // owned
+        explicit held(natsMsg* m, subscription_ref s) : message(m, std::move(s)) {}
+        natsMsg* msg() const noexcept { return message.msg; }
+        held_message message;
         std::string subject;
         clock::time_point progress_at; // send +WPI then
         bool without_payload = false;  // refused as invalid once: submitted again without it
@@ -62,7 +87,7 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     void unbind();
     // One fetch; false when the subscription must be bound again.
     bool fetch_round(std::size_t room);
-    void take(natsMsg* msg);
+    void take(natsMsg* msg, const subscription_ref& from);
     void submit(std::uint64_t seq);
     // Committed or recognised by the host: the broker may forget it.
     void on_committed(std::uint64_t seq);
@@ -77,7 +102,7 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     const subscription_settings sub_;
 
     jsCtx* js_ = nullptr;
-    natsSubscription* pull_ = nullptr; // only the worker thread touches it while running
+    subscription_ref pull_; // only the worker thread touches it while running
     std::thread thread_;
 
     // Guards everything below and every operation on a held message (ack, nak, +WPI, destroy),
@@ -93,6 +118,15 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     wopbridge::refusal_backoff backoff_;      // fetching pauses while refused
     int failed_binds_ = 0;
     std::string last_fetch_error_;
+    // Since when fetches came back empty. After a few seconds of it the consumer is looked at
+    // once per such stretch (check_idle_consumer): a durable that was deleted is bound again
+    // (a fetch from it only ever times out), and one that hands nothing out although its stream
+    // has messages says why in the log.
+    std::optional<clock::time_point> idle_since_;
+    bool idle_checked_ = false;
+    // False when the subscription must be bound again.
+    bool note_idle_fetch();
+    bool check_idle_consumer();
 };
 
 } // namespace wopbridge::nats

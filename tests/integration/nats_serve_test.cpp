@@ -1,7 +1,8 @@
 // The nats connector through the real `wopbridge serve` and a real `nats-server -js` on loopback,
 // with messages published by the real C client (nats.c): one run per message caused by its
 // delivered attempt, a SIGKILLed bridge that loses and duplicates nothing, a broker killed and
-// restarted under a running bridge (and a broker that comes up after the bridge), a message whose
+// restarted under a running bridge (and three times under a large window of held messages; and a
+// broker that comes up after the bridge), a message whose
 // run never starts dead-lettered and acked, and two nodes on PostgreSQL sharing one durable
 // consumer. Every check goes through the REST API (deliveries, runs, poll, dead letters), the
 // PostgreSQL tables, or the consumer's state in JetStream.
@@ -229,6 +230,107 @@ TEST_F(NatsServeTest, BrokerKilledAndRestartedIsSurvivedAndLaterMessagesStartRun
         << log_text();
     EXPECT_TRUE(eventually([&] { return all_acked(*client); }));
     expect_one_run_per_message(serve, seqs, true);
+    expect_clean_stop(serve);
+}
+
+// The review's case: large fetches and a large window (batchSize 200, maxInFlight 1000), the
+// broker SIGKILLed and restarted three times while the bridge holds hundreds of fetched messages
+// whose outcomes are still arriving. Each held message keeps the pull subscription it came from
+// alive, so acks after a re-bind never touch a destroyed one (under ASan this test is what
+// proves it). Afterwards: the bridge is still serving, every message has exactly one run, and
+// JetStream has nothing unacked.
+TEST_F(NatsServeTest, BrokerRestartsUnderALargeWindowKeepTheBridgeUpAndOneRunPerMessage) {
+    nats_server broker;
+    auto client = std::make_unique<nats_client>(broker.url());
+    ASSERT_TRUE(client->add_stream(stream, "orders.>")) << client->error;
+    write_config(broker, {.start_from = "beginning",
+                          .max_in_flight = 1000,
+                          .batch_size = 200,
+                          .ack_wait_ms = 30000});
+    constexpr int backlog = 2000;
+    constexpr int per_round = 1000;
+    constexpr int rounds = 3;
+    std::vector<std::uint64_t> seqs = produce(*client, backlog);
+    ASSERT_EQ(seqs.size(), static_cast<std::size_t>(backlog));
+
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    for (int round = 0; round < rounds; ++round) {
+        if (round > 0) {
+            auto more = produce(*client, per_round, backlog + (round - 1) * per_round);
+            seqs.insert(seqs.end(), more.begin(), more.end());
+        }
+        // Mid-stream: messages handed to the bridge and not yet acked.
+        const bool holding = eventually([&] {
+            auto st = client->consumer(stream, durable);
+            return st && st->num_ack_pending > 0;
+        });
+        const auto log_before = log_text().size();
+        broker.kill();
+        ASSERT_TRUE(holding) << "round " << round << ": the bridge never held messages\n"
+                             << log_text();
+        ASSERT_TRUE(eventually([&] { return log_has_since(log_before, "connection lost"); }))
+            << log_text();
+        broker.start();
+        ASSERT_TRUE(
+            eventually([&] { return log_has_since(log_before, "connection regained"); }, 30s))
+            << log_text();
+        client = std::make_unique<nats_client>(broker.url());
+        ASSERT_TRUE(client->ok()) << client->error;
+    }
+    auto last = produce(*client, per_round, backlog + (rounds - 1) * per_round);
+    seqs.insert(seqs.end(), last.begin(), last.end());
+    ASSERT_EQ(seqs.size(), static_cast<std::size_t>(backlog + rounds * per_round));
+
+    ASSERT_TRUE(eventually([&] { return all_acked(*client); }, 120s))
+        << "the bridge stopped consuming\n"
+        << log_text();
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); }, 120s))
+        << log_text();
+    expect_one_run_per_message(serve, seqs, false);
+    expect_clean_stop(serve);
+}
+
+// The same shape with a window that is certain: the durable is deleted (an operator's `nats
+// consumer rm`) while the bridge holds hundreds of fetched messages. Its next fetch fails, it binds
+// again (creating the durable anew, from the beginning of the stream), and the outcomes of the
+// messages it held arrive after the re-bind: their acks go through the subscription they came
+// from, which they keep alive. Every message still has exactly one run (what the new durable
+// hands out again is answered as a duplicate and acked).
+TEST_F(NatsServeTest, DurableDeletedUnderALargeWindowIsBoundAgainAndHeldAcksStaySafe) {
+    nats_server broker;
+    nats_client client(broker.url());
+    ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
+    write_config(broker, {.start_from = "beginning",
+                          .max_in_flight = 1000,
+                          .batch_size = 200,
+                          .ack_wait_ms = 30000});
+    constexpr int per_round = 1500;
+    constexpr int rounds = 3;
+    std::vector<std::uint64_t> seqs;
+    serve_process serve;
+    ASSERT_TRUE(serve.start(config(), log_file())) << serve.error;
+    ASSERT_TRUE(eventually([&] { return consumer_exists(client); })) << log_text();
+    for (int round = 0; round < rounds; ++round) {
+        auto more = produce(client, per_round, round * per_round);
+        seqs.insert(seqs.end(), more.begin(), more.end());
+        const bool holding = eventually([&] {
+            auto st = client.consumer(stream, durable);
+            return st && st->num_ack_pending > 0;
+        });
+        ASSERT_TRUE(holding) << "round " << round << ": the bridge never held messages\n"
+                             << log_text();
+        ASSERT_TRUE(client.delete_consumer(stream, durable)) << client.error;
+        ASSERT_TRUE(eventually([&] { return consumer_exists(client); }, 30s))
+            << "round " << round << ": the bridge did not bind again\n"
+            << log_text();
+    }
+    ASSERT_TRUE(eventually([&] { return all_acked(client); }, 120s))
+        << "the bridge stopped consuming\n"
+        << log_text();
+    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); }, 120s))
+        << log_text();
+    expect_one_run_per_message(serve, seqs, false);
     expect_clean_stop(serve);
 }
 

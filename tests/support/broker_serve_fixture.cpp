@@ -71,12 +71,21 @@ json::value broker_serve_fixture::get_json(const serve_process& serve,
 }
 
 json::array broker_serve_fixture::deliveries(const serve_process& serve) const {
-    auto v = get_json(serve, subscription_path() + "/deliveries?limit=1000");
-    if (!v.is_object()) {
-        return {};
-    }
-    EXPECT_FALSE(v.as_object().contains("nextCursor"));
-    return v.at("deliveries").as_array();
+    json::array all;
+    std::string cursor;
+    do {
+        auto v = get_json(serve, subscription_path() + "/deliveries?limit=1000" +
+                                     (cursor.empty() ? "" : "&cursor=" + cursor));
+        if (!v.is_object()) {
+            return {};
+        }
+        for (auto& d : v.at("deliveries").as_array()) {
+            all.push_back(std::move(d));
+        }
+        const auto* next = v.as_object().if_contains("nextCursor");
+        cursor = next != nullptr ? std::string(next->as_string()) : std::string();
+    } while (!cursor.empty());
+    return all;
 }
 
 std::size_t broker_serve_fixture::delivered_count(const serve_process& serve) const {

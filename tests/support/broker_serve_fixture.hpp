@@ -46,7 +46,7 @@ class broker_serve_fixture : public ::testing::Test {
 
     boost::json::value get_json(const serve_process& serve, const std::string& path) const;
     std::string subscription_path() const { return "/v1/trigger-subscriptions/" + sub_id_; }
-    // Every delivery of the subscription, in one page (maxPageSize is 1000).
+    // Every delivery of the subscription, page after page (of 1000, the maxPageSize).
     boost::json::array deliveries(const serve_process& serve) const;
     std::size_t delivered_count(const serve_process& serve) const;
     // Waits until the subscription's dead-letter page is not empty; `dead` holds it.

@@ -219,6 +219,17 @@ std::optional<consumer_state> nats_client::consumer(const std::string& stream,
     return out;
 }
 
+bool nats_client::delete_consumer(const std::string& stream, const std::string& durable) {
+    jsErrCode code = static_cast<jsErrCode>(0);
+    const auto s = js_DeleteConsumer(static_cast<jsCtx*>(js_), stream.c_str(), durable.c_str(),
+                                     nullptr, &code);
+    if (s != NATS_OK) {
+        error = std::string("delete consumer: ") + natsStatus_GetText(s);
+        return false;
+    }
+    return true;
+}
+
 bool nats_client::fetch_and_forget(const std::string& stream, const std::string& durable, int n) {
     jsSubOptions so;
     jsSubOptions_Init(&so);

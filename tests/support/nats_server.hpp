@@ -82,6 +82,8 @@ class nats_client {
     publish(const std::string& subject, const std::string& data,
             const std::vector<std::pair<std::string, std::string>>& headers = {});
     std::optional<consumer_state> consumer(const std::string& stream, const std::string& durable);
+    // Deletes the durable consumer (as an operator's `nats consumer rm` does).
+    bool delete_consumer(const std::string& stream, const std::string& durable);
     // Fetches up to `n` messages from the durable and drops them unacked: a member of the
     // consumer that died after reading.
     bool fetch_and_forget(const std::string& stream, const std::string& durable, int n);

@@ -397,6 +397,35 @@ TEST_F(NatsModuleTest, SurvivesABrokerRestartWithoutLosingMessages) {
     }
 }
 
+// A durable deleted under the worker (an operator's `nats consumer rm`): pulls from it only time
+// out, so the worker looks at the consumer after a few idle seconds, finds it gone and binds again,
+// creating it anew. Outcomes of the messages it held from the old subscription arrive afterwards:
+// their acks go through the subscription they came from, which each held message keeps alive
+// (under ASan, a use after free here is what this test catches). Later messages flow through the
+// new durable.
+TEST_F(NatsModuleTest, DeletedDurableIsBoundAgainAndHeldMessagesOutliveTheOldSubscription) {
+    bring_up();
+    harness_->pause_submit_completion();
+    std::vector<std::uint64_t> seqs;
+    for (int i = 0; i < 20; ++i) {
+        seqs.push_back(publish(std::to_string(i)));
+    }
+    ASSERT_TRUE(harness_->wait_for_submits(20, 10s));
+    ASSERT_TRUE(client_->delete_consumer("ORDERS", "d")) << client_->error;
+    ASSERT_TRUE(eventually([&] { return logged("the durable consumer is gone; binding again"); },
+                           30s));
+    ASSERT_TRUE(eventually([&] { return state().has_value(); }, 10s)) << "not created again";
+    harness_->resume_submit_completion();
+    ASSERT_TRUE(eventually([&] { return count(WB_SUBMIT_ACCEPTED).size() == 20; }));
+    seqs.push_back(publish("after"));
+    ASSERT_TRUE(eventually([&] { return count(WB_SUBMIT_ACCEPTED).size() == 21; }, 10s));
+    EXPECT_TRUE(eventually([&] { return all_acked(); }));
+    auto accepted = count(WB_SUBMIT_ACCEPTED);
+    for (const auto seq : seqs) {
+        EXPECT_EQ(accepted[id(seq)], 1) << seq;
+    }
+}
+
 TEST_F(NatsModuleTest, WaitsForABrokerThatIsNotUpYet) {
     broker_->stop();
     bring_up({}, R"({"stream":"ORDERS","durable":"d"})", false);
