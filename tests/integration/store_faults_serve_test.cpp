@@ -2,7 +2,9 @@
 // the running process with prlimit: every file write fails with EFBIG, as on a full disk) and a
 // read-only database (the immutable attribute on the database and its WAL: root cannot write them
 // either). Ingest answers 503 + Retry-After and never 2xx, nothing is half-written, and service comes
-// back by itself when writes are possible again.
+// back by itself when writes are possible again. And pages of the database damaged under a running
+// node: the damage is named once in the log, and readiness answers 503 as every ingest does, until
+// the node is restarted on a repaired file.
 #include "support/bridge_reads.hpp"
 #include "support/eventually.hpp"
 #include "support/http_client.hpp"
@@ -17,6 +19,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -230,6 +233,85 @@ TEST_F(StoreFaultsServeTest, ReadOnlyDatabaseAnswersUnavailableAndRecoversWithou
             ASSERT_TRUE(set_immutable(dir_.file("bridge.db"), false));
         },
         true);
+}
+
+// The review's case: store pages damaged under a running node. The test waits until the node has
+// checkpointed and truncated its WAL (so every page is read from the database file), then
+// overwrites everything past the first page. The first statement that reads a damaged page names
+// it: one store.damaged line with SQLite's own words, no store.recovered after it, /readyz 503 on
+// every probe (a load balancer stops sending traffic), every ingest 503 with Retry-After, and
+// nothing more written into the file.
+TEST_F(StoreFaultsServeTest, PagesDamagedUnderARunningNodeAreNamedOnceAndReadinessStaysUnready) {
+    ASSERT_TRUE(serve_.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log"))) << serve_.error;
+    for (int i = 0; i < 50; ++i) {
+        ASSERT_EQ(post(fresh_webhook_id()).status, 202);
+    }
+    ASSERT_TRUE(eventually([&] {
+        bool ok = false;
+        auto rows = read_all_deliveries(serve_.url(), api_key, "orders", ok);
+        for (const auto& d : rows) {
+            if (d.status != "delivered") {
+                return false;
+            }
+        }
+        return ok && rows.size() == 50;
+    }));
+    const std::string db = dir_.file("bridge.db");
+    ASSERT_TRUE(eventually(
+        [&] {
+            struct stat st {};
+            return ::stat((db + "-wal").c_str(), &st) == 0 && st.st_size == 0;
+        },
+        std::chrono::seconds(30)))
+        << "the idle node never truncated its WAL";
+    {
+        // The page size is the header's big-endian u16 at offset 16 (1 means 65536).
+        std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+        ASSERT_TRUE(f.good());
+        unsigned char header[18] = {};
+        f.read(reinterpret_cast<char*>(header), sizeof header);
+        std::size_t page = (static_cast<std::size_t>(header[16]) << 8) | header[17];
+        page = page == 1 ? 65536 : page;
+        f.seekg(0, std::ios::end);
+        const auto size = static_cast<std::size_t>(f.tellg());
+        ASSERT_GT(size, 2 * page);
+        std::string garbage(size - page, '\0');
+        for (std::size_t i = 0; i < garbage.size(); ++i) {
+            garbage[i] = static_cast<char>(0xA5 ^ (i * 31));
+        }
+        f.seekp(static_cast<std::streamoff>(page));
+        f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+        f.flush();
+        ASSERT_TRUE(f.good());
+    }
+    http_call readyz;
+    readyz.url = serve_.url() + "/readyz";
+    // A commit changes the WAL, so the next read starts from the file: the damage is met.
+    ASSERT_TRUE(eventually(
+        [&] {
+            post(fresh_webhook_id());
+            bool ok = false;
+            read_all_deliveries(serve_.url(), api_key, "orders", ok);
+            return perform(readyz).status == 503;
+        },
+        std::chrono::seconds(15)))
+        << read_text_file(dir_.file("serve.log"));
+    for (int i = 0; i < 24; ++i) {
+        EXPECT_EQ(perform(readyz).status, 503);
+        auto r = post(fresh_webhook_id());
+        EXPECT_EQ(r.status, 503) << r.body;
+        EXPECT_TRUE(r.header("retry-after").has_value());
+    }
+    const std::string log = read_text_file(dir_.file("serve.log"));
+    const auto first = log.find("\"event\":\"store.damaged\"");
+    ASSERT_NE(first, std::string::npos) << log;
+    EXPECT_EQ(log.find("\"event\":\"store.damaged\"", first + 1), std::string::npos)
+        << "said more than once";
+    EXPECT_NE(log.find("malformed", first), std::string::npos) << log.substr(first, 600);
+    EXPECT_EQ(log.find("\"event\":\"store.recovered\"", first), std::string::npos)
+        << "readiness flapped";
+    serve_.signal(SIGTERM);
+    EXPECT_EQ(serve_.wait_exit(), 0);
 }
 
 } // namespace

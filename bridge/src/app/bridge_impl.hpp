@@ -145,6 +145,7 @@ struct bridge::impl final : run_lifecycle_sink {
     // Set by a commit that failed on the store (full disk, read-only file, lost connection),
     // cleared by the next that succeeds (or by /readyz's write probe): one log line each way.
     std::atomic<bool> store_failing{false};
+    std::atomic<bool> store_damage_logged{false};
     std::atomic<bool> key_bound{false};
     std::unique_ptr<delivery_engine> engine;
     std::unique_ptr<scheduler> sched;
@@ -225,6 +226,8 @@ struct bridge::impl final : run_lifecycle_sink {
 
     void note_store_failure(std::string_view operation, const boost::system::error_code& ec);
     void note_store_recovered();
+    // The store named damage in its own files (store_upkeep::damage): logged once, as itself.
+    void note_store_damaged(std::string_view operation, const std::string& damage);
 
     // ---- host key vs store -----------------------------------------------------------------------
 

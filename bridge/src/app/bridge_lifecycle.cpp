@@ -115,13 +115,34 @@ bridge::impl::~impl() {
 
 void bridge::impl::note_store_failure(std::string_view operation,
                                       const boost::system::error_code& ec) {
+    if (auto damage = st->damage(); !damage.empty()) {
+        note_store_damaged(operation, damage);
+        return;
+    }
     if (!store_failing.exchange(true)) {
         log_line("error", "store.unavailable",
                  {{"operation", operation}, {"error", ec.message()}});
     }
 }
 
+void bridge::impl::note_store_damaged(std::string_view operation, const std::string& damage) {
+    store_failing = true;
+    if (!store_damage_logged.exchange(true)) {
+        // Once: damage does not heal, and every later failure is the same damage.
+        log_line("error", "store.damaged",
+                 {{"operation", operation},
+                  {"error", damage},
+                  {"fix", "the database file is damaged: stop this node, check it with "
+                          "`wopbridge check-config` (integrity_check) and restore it from a backup "
+                          "or salvage it (docs/guarantees/durable-intake.md); /readyz answers 503 "
+                          "until then"}});
+    }
+}
+
 void bridge::impl::note_store_recovered() {
+    if (!st->damage().empty()) {
+        return; // a write that avoided the damaged pages; the damage is still there
+    }
     if (store_failing.exchange(false)) {
         log_line("info", "store.recovered", {});
     }

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cctype>
+#include <cstdint>
+#include <optional>
+#include <string>
 
 namespace wopbridge::outbound {
 namespace {
@@ -90,6 +93,55 @@ bool ends_in_a_number(std::string_view host) {
     return std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// The authority's host and port as written: from after "scheme://" to the first "/", "?" or "#",
+// after any userinfo. Boost.URL 1.81 takes the IPv4-looking start of a name ("127.0.0.1" of
+// "127.0.0.1.nip.io", "1.2.3.4" of "1.2.3.4.5") as the host and the rest as a path; this reads
+// the name whole, so the checks below see what a resolver would.
+struct written_authority {
+    std::string host;
+    std::optional<std::uint16_t> port;
+    bool valid = false;
+};
+
+written_authority authority_as_written(std::string_view url) {
+    written_authority out;
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string_view::npos) {
+        return out;
+    }
+    auto auth = url.substr(scheme_end + 3);
+    auth = auth.substr(0, auth.find_first_of("/?#"));
+    if (auth.find('@') != std::string_view::npos || auth.empty() || auth.front() == '[') {
+        return out; // credentials and IPv6 literals are Boost.URL's to read
+    }
+    std::string_view port_text;
+    if (const auto colon = auth.rfind(':'); colon != std::string_view::npos) {
+        port_text = auth.substr(colon + 1);
+        auth = auth.substr(0, colon);
+        if (port_text.empty() || port_text.size() > 5 ||
+            !std::all_of(port_text.begin(), port_text.end(),
+                         [](char c) { return c >= '0' && c <= '9'; })) {
+            return out;
+        }
+        const auto n = std::stoul(std::string(port_text));
+        if (n > 65535) {
+            return out;
+        }
+        out.port = static_cast<std::uint16_t>(n);
+    }
+    // A DNS name: letters, digits, '-', '.', '_' (no percent-encoding, no sub-delims).
+    const bool name_chars = !auth.empty() && std::all_of(auth.begin(), auth.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' ||
+               c == '_';
+    });
+    if (!name_chars) {
+        return out;
+    }
+    out.host = lower(auth);
+    out.valid = true;
+    return out;
+}
+
 } // namespace
 
 bool is_forbidden_address(std::string_view ip) {
@@ -115,17 +167,22 @@ result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopba
         return refuse("url is not an absolute URI");
     }
     const auto path = parsed->encoded_path();
+    // After an authority the path starts with "/" (RFC 3986 path-abempty). When Boost.URL says
+    // otherwise it split a name that starts like an IPv4 address (authority_as_written).
+    std::optional<written_authority> rewritten;
     if (!path.empty() && path.front() != '/') {
-        // After an authority the path starts with "/" (RFC 3986 path-abempty); Boost.URL 1.81
-        // takes "https://1.2.3.4.5/x" as host 1.2.3.4 and path ".5/x", so such URLs are refused.
-        return refuse("url is not an absolute URI");
+        auto written = authority_as_written(url);
+        if (!written.valid) {
+            return refuse("url is not an absolute URI");
+        }
+        rewritten = std::move(written);
     }
     webhook_target t;
     t.scheme = lower(parsed->scheme());
     if (parsed->has_userinfo()) {
         return refuse("url must not carry credentials");
     }
-    std::string host = lower(parsed->host_address());
+    std::string host = rewritten ? rewritten->host : lower(parsed->host_address());
     if (!host.empty() && host.front() == '[' && host.back() == ']') {
         host = host.substr(1, host.size() - 2);
     }
@@ -139,7 +196,12 @@ result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopba
     unsigned char buf[16];
     t.host_is_ip = inet_pton(AF_INET, host.c_str(), buf) == 1 ||
                    inet_pton(AF_INET6, host.c_str(), buf) == 1;
-    if (parsed->has_port()) {
+    if (rewritten) {
+        if (rewritten->port && *rewritten->port == 0) {
+            return refuse("url port is invalid");
+        }
+        t.port = rewritten->port.value_or(t.scheme == "http" ? 80 : 443);
+    } else if (parsed->has_port()) {
         auto p = parsed->port_number();
         if (p == 0) {
             return refuse("url port is invalid");
@@ -148,8 +210,9 @@ result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopba
     } else {
         t.port = t.scheme == "http" ? 80 : 443;
     }
+    const bool has_port = rewritten ? rewritten->port.has_value() : parsed->has_port();
     bool loopback_exception =
-        allow_loopback_http && t.scheme == "http" && is_loopback_literal(host) && parsed->has_port();
+        allow_loopback_http && t.scheme == "http" && is_loopback_literal(host) && has_port;
     if (t.scheme != "https" && !loopback_exception) {
         return refuse("url must be https");
     }

@@ -212,6 +212,7 @@ public:
     result<int> purge_expired(millis now) override { return inner_->purge_expired(now); }
     result<void> ping() override { return inner_->ping(); }
     result<void> probe_write() override { return inner_->probe_write(); }
+    std::string damage() const override { return inner_->damage(); }
     store_stats stats() const override { return inner_->stats(); }
 
 protected:

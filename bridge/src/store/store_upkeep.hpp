@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace wopbridge {
 
@@ -35,6 +36,12 @@ public:
 
     // Counters since open.
     virtual store_stats stats() const = 0;
+
+    // The first damage the store met in its own files (a corrupt page or index: SQLite's
+    // SQLITE_CORRUPT / SQLITE_NOTADB), as the database named it; empty while there is none. Damage
+    // does not heal: from then on ping() and probe_write() fail, so /readyz answers 503 until the
+    // node is restarted on a repaired or restored database.
+    virtual std::string damage() const = 0;
 };
 
 } // namespace wopbridge

@@ -203,6 +203,9 @@ class postgres_store final : public store {
     result<void> probe_write() override;
     result<std::string> host_key_check() override;
     result<void> ping() override;
+    // A server reports damage (XX001 data_corrupted, XX002 index_corrupted) per statement and
+    // goes on serving what is intact: nothing sticky is kept here.
+    std::string damage() const override { return {}; }
 
     // ---- bulk replay jobs (pg_replay_jobs.cpp) ----
 

@@ -32,6 +32,35 @@ errc map_result_code(int rc) noexcept {
     }
 }
 
+void damage_watch::note(int result_code, const char* message) {
+    std::lock_guard lock(mu_);
+    if (seen_.load(std::memory_order_relaxed)) {
+        return;
+    }
+    const std::string generic = sqlite3_errstr(result_code);
+    first_ = message != nullptr ? message : generic;
+    if (first_ != generic) {
+        first_ += " (" + generic + ")";
+    }
+    seen_.store(true, std::memory_order_release);
+}
+
+std::string damage_watch::first() const {
+    std::lock_guard lock(mu_);
+    return first_;
+}
+
+int connection::note_result(int rc) noexcept {
+    const int primary = rc & 0xff;
+    if (watch_ != nullptr && (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)) {
+        try {
+            watch_->note(rc, sqlite3_errmsg(db_));
+        } catch (...) { // allocation failure: the code still says unavailable
+        }
+    }
+    return rc;
+}
+
 statement::~statement() {
     if (stmt_ == nullptr) {
         return;
@@ -72,7 +101,8 @@ statement& statement::bind_or_null(int index, std::string_view text) {
 
 result<bool> statement::step() {
     if (stmt_ == nullptr) {
-        return map_result_code(prepare_rc_ == SQLITE_OK ? SQLITE_ERROR : prepare_rc_);
+        return map_result_code(
+            prepare_rc_ == SQLITE_OK ? SQLITE_ERROR : conn_->note_result(prepare_rc_));
     }
     if (bind_rc_ != SQLITE_OK) {
         return map_result_code(bind_rc_);
@@ -84,7 +114,7 @@ result<bool> statement::step() {
     if (rc == SQLITE_DONE) {
         return false;
     }
-    return map_result_code(sqlite3_extended_errcode(conn_->handle()));
+    return map_result_code(conn_->note_result(sqlite3_extended_errcode(conn_->handle())));
 }
 
 result<void> statement::run() {
@@ -159,7 +189,7 @@ result<void> connection::exec(const char* sql) {
         if (!single) {
             rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
             if (rc != SQLITE_OK) {
-                return map_result_code(sqlite3_extended_errcode(db_));
+                return map_result_code(note_result(sqlite3_extended_errcode(db_)));
             }
             return {};
         }

@@ -10,10 +10,12 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +30,20 @@ namespace wopbridge::sqlite {
 errc map_result_code(int rc) noexcept;
 
 class connection;
+
+// The first corruption any of a store's connections met, kept for the store's damage(). Shared
+// by the store's connections; written from whichever thread's statement met it.
+class damage_watch {
+  public:
+    void note(int result_code, const char* message);
+    bool seen() const noexcept { return seen_.load(std::memory_order_acquire); }
+    std::string first() const;
+
+  private:
+    std::atomic<bool> seen_{false};
+    mutable std::mutex mu_;
+    std::string first_;
+};
 
 // A borrowed cached statement; reset (and its bindings cleared) when this handle goes away, so no
 // read transaction outlives a call.
@@ -194,6 +210,10 @@ class connection {
     // Last SQLite error text (SQL-level, never bound values).
     std::string last_error() const { return sqlite3_errmsg(db_); }
     sqlite3* handle() noexcept { return db_; }
+    // Where this connection reports corruption it meets (nullptr: nowhere).
+    void watch_damage(damage_watch* watch) noexcept { watch_ = watch; }
+    // Reports `rc` to the damage watch when it says the file is damaged; returns it.
+    int note_result(int rc) noexcept;
 
   private:
     // Lookups by string_view without building a std::string.
@@ -206,6 +226,7 @@ class connection {
 
     explicit connection(sqlite3* db) : db_(db) {}
     sqlite3* db_;
+    damage_watch* watch_ = nullptr;
     std::unordered_map<std::string, sqlite3_stmt*, text_hash, std::equal_to<>> cache_;
 };
 

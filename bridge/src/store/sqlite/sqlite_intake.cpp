@@ -148,7 +148,10 @@ void sqlite_store::run_batch(const std::vector<queued_write>& batch,
     connection& c = *writer_;
     results.resize(batch.size());
     boost::system::error_code failed;
-    if (auto r = c.exec("BEGIN IMMEDIATE"); !r) {
+    if (damage_.seen()) {
+        // Nothing more is written into a file known to be damaged (damage()).
+        failed = errc::store_unavailable;
+    } else if (auto r = c.exec("BEGIN IMMEDIATE"); !r) {
         rollback_if_open(c);
         failed = r.error();
     } else {

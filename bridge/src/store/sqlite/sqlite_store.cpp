@@ -13,6 +13,9 @@ sqlite_store::sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<c
     : writer_(std::move(writer)), reader_(std::move(reader)),
       checkpointer_(std::move(checkpointer)), max_batch_(std::max(1, max_batch)),
       checkpoint_pages_(std::max(1, checkpoint_pages)) {
+    for (auto* c : {writer_.get(), reader_.get(), checkpointer_.get()}) {
+        c->watch_damage(&damage_);
+    }
     {
         auto st = writer_->prepare("SELECT EXISTS (SELECT 1 FROM outbound_webhooks)");
         auto row = st.step();
@@ -84,7 +87,14 @@ result<void> sqlite_store::leave_cluster() {
     return make_error_code(errc::unsupported);
 }
 
+std::string sqlite_store::damage() const {
+    return damage_.seen() ? damage_.first() : std::string();
+}
+
 result<void> sqlite_store::probe_write() {
+    if (damage_.seen()) {
+        return errc::store_unavailable; // a write into a damaged file may spread the damage
+    }
     return write_transaction([&]() -> result<void> {
         // Row written and removed: the pages still go through the WAL and its fsync.
         auto put = writer_->prepare(
@@ -98,6 +108,9 @@ result<void> sqlite_store::probe_write() {
 }
 
 result<void> sqlite_store::ping() {
+    if (damage_.seen()) {
+        return errc::store_unavailable;
+    }
     {
         std::lock_guard lock(write_mu_);
         if (sqlite3_db_readonly(writer_->handle(), "main") != 0) {

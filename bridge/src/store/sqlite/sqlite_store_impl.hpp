@@ -180,6 +180,7 @@ class sqlite_store final : public store {
     result<std::string> host_key_check() override;
     result<void> ping() override;
     store_stats stats() const override;
+    std::string damage() const override;
 
     // ---- outbound webhooks (sqlite_outbound.cpp) ----
 
@@ -261,6 +262,9 @@ class sqlite_store final : public store {
     }
 
     template <class F> auto transaction_locked(F& body) -> decltype(body()) {
+        if (damage_.seen()) {
+            return errc::store_unavailable; // nothing more into a damaged file (damage())
+        }
         if (auto r = writer_->exec("BEGIN IMMEDIATE"); !r) {
             rollback_if_open(*writer_);
             return r.error();
@@ -342,6 +346,8 @@ class sqlite_store final : public store {
     static int on_wal_commit(void* self, sqlite3*, const char*, int pages);
     void wal_committed(int pages);
     void checkpointer_loop();
+    // Before the connections: they report into it until they are closed.
+    sqlite::damage_watch damage_;
     std::unique_ptr<connection> writer_;
     std::mutex write_mu_;
     std::unique_ptr<connection> reader_;
