@@ -399,11 +399,6 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
     content.subject = mail->subject;
     content.text = mail->text;
     content.html = mail->html;
-    std::string hash_material =
-        mail->from + '\n' + mail->subject + '\n' + mail->text + '\n' + mail->html.value_or("");
-    for (const auto& t : mail->to) {
-        hash_material += '\n' + t;
-    }
     for (auto& f : mail->files) {
         auto ref = store(f.bytes, f.filename, f.media_type);
         if (!ref) {
@@ -411,7 +406,6 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
             send_error(req, 503, "store_unavailable", "could not store an attachment", 5);
             return;
         }
-        hash_material += '\n' + sig::to_hex(sig::sha256(f.bytes));
         content.attachments.push_back(std::move(*ref));
     }
     if (!email_content_is_utf8(content)) {
@@ -430,7 +424,9 @@ void email_connector::on_http_request(request_handle req, const http_request_vie
     // restart (the token cache above is memory only) carries the same Message-Id / content and is
     // a duplicate in the bridge's durable dedup, so it starts no second run. The token is left out
     // on purpose: the provider signs each retry of a message afresh, and a retry must dedup too.
-    ev.provider_event_id = email_event_id(mail->message_id, hash_material);
+    // Without a Message-Id, the identity is the bytes received (not the sanitized text: two mails
+    // differing only in bytes that are not UTF-8 are two mails).
+    ev.provider_event_id = email_event_id(mail->message_id, mail->received_identity);
     ev.received_at_ms = r.received_at_ms > 0 ? r.received_at_ms : host_.now_ms();
     ev.verified = true;
     ev.content_json = email_content_json(content);

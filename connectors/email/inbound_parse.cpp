@@ -83,6 +83,17 @@ void token_replay_cache::release(std::string_view token) {
     seen_.erase(std::string(token));
 }
 
+namespace {
+
+// Length-prefixed, so ("ab", "c") and ("a", "bc") never read alike.
+void put_counted(std::string& out, std::string_view s) {
+    out += std::to_string(s.size());
+    out += ':';
+    out += s;
+}
+
+} // namespace
+
 std::optional<inbound_mail> inbound_mail_of(const std::vector<http::multipart_part>& parts) {
     inbound_mail m;
     std::string sender;
@@ -90,6 +101,11 @@ std::optional<inbound_mail> inbound_mail_of(const std::vector<http::multipart_pa
         auto info = http::form_part_info_of(part);
         if (!info) {
             return std::nullopt;
+        }
+        if (info->name != "timestamp" && info->name != "token" && info->name != "signature") {
+            put_counted(m.received_identity, info->name);
+            put_counted(m.received_identity, info->filename ? "f" + *info->filename : "-");
+            put_counted(m.received_identity, part.body);
         }
         if (info->filename) {
             if (info->filename->empty() && part.body.empty()) {
@@ -124,7 +140,9 @@ std::optional<inbound_mail> inbound_mail_of(const std::vector<http::multipart_pa
         } else if (n == "body-html") {
             m.html = value;
         } else if (n == "Message-Id" || n == "message-id" || n == "Message-ID") {
-            m.message_id = value;
+            // A sanitized id could name two messages: one that is not UTF-8 is not used, and
+            // the message is known by what was received instead.
+            m.message_id = value == part.body ? value : std::string();
         }
     }
     if (m.from.empty()) {

@@ -60,10 +60,15 @@ struct inbound_mail {
     std::optional<std::string> html;
     std::string message_id;
     std::vector<inbound_file> files;
+    // The message as received, for the dedup identity when there is no Message-Id: every part's
+    // name, filename and raw bytes (before the UTF-8 sanitizing above), length-prefixed, except
+    // the three fields the provider signs each post with afresh (timestamp, token, signature).
+    std::string received_identity;
 };
 
 // Maps the multipart fields: `from` (else `sender`), `recipient` (comma-separated), `subject`,
-// `body-plain`, `body-html`, `Message-Id`; file parts become files. Text is sanitized as UTF-8.
+// `body-plain`, `body-html`, `Message-Id`; file parts become files. Text is sanitized as UTF-8;
+// `received_identity` keeps the bytes as they came.
 std::optional<inbound_mail> inbound_mail_of(const std::vector<http::multipart_part>& parts);
 
 } // namespace wopbridge::email

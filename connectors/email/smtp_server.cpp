@@ -272,6 +272,18 @@ void smtp_server::serve(int fd) {
                 session.overlong_line_ended(end);
                 continue;
             }
+            if (line.size() > config_.max_line_bytes) {
+                // Arrived whole within one read: as overlong as one that did not.
+                auto step = session.on_overlong_line();
+                if (!step.reply.empty() && !conn.write_all(step.reply)) {
+                    return;
+                }
+                if (step.close) {
+                    return;
+                }
+                session.overlong_line_ended(end);
+                continue;
+            }
             auto step = session.on_line(line, end);
             if (step.message_ready) {
                 auto result = deliver_(session.take_envelope());
@@ -304,7 +316,8 @@ void smtp_server::serve(int fd) {
             }
         }
         buffer.erase(0, start);
-        if (buffer.size() > config_.max_line_bytes) {
+        // A line at the bound may wait here with its CR, its LF still to come.
+        if (buffer.size() > config_.max_line_bytes + 1) {
             discarded_cr = buffer.back() == '\r';
             buffer.clear();
             if (!discarding) {

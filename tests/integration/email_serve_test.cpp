@@ -7,6 +7,7 @@
 #include "support/provider_signing.hpp"
 #include "support/serve_probe.hpp"
 #include "support/serve_process.hpp"
+#include "support/smtp_client.hpp"
 #include "support/temp_dir.hpp"
 
 #include <boost/json.hpp>
@@ -213,6 +214,20 @@ TEST_F(EmailServeTest, UnknownRecipientIsRefusedWith550AndStartsNoRun) {
                        {"messageId", "<mixed-0001@example.com>"}});
     EXPECT_EQ(mixed.at("rcpt"), (json::array{550, 250}));
     EXPECT_EQ(mixed.at("data"), 250);
+    EXPECT_TRUE(probe_->runs_started(sub, 1));
+}
+
+// The README's bound: DATA lines of up to 64 KiB. A longer line fails the message with 500 even
+// when it arrives whole within one read (70 KiB was once taken); a line at the bound is taken.
+TEST_F(EmailServeTest, ADataLineOver64KiBFailsTheMessageAndOneAtTheBoundIsTaken) {
+    const auto port = static_cast<std::uint16_t>(smtp_port_);
+    auto over = smtp_send(port, "ada@example.com", "support@example.test", "long-0001@example.com",
+                          std::string(70 * 1024, 'x'));
+    EXPECT_EQ(over.final_code, 500) << over.last_reply;
+    EXPECT_TRUE(probe_->nothing_started(sub, 0));
+    auto at_bound = smtp_send(port, "ada@example.com", "support@example.test",
+                              "long-0002@example.com", std::string(64 * 1024, 'y'));
+    EXPECT_EQ(at_bound.final_code, 250) << at_bound.last_reply;
     EXPECT_TRUE(probe_->runs_started(sub, 1));
 }
 

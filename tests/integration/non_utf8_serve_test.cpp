@@ -4,7 +4,8 @@
 // its value and filename, an SMTP message with raw 8-bit bytes. Each is acknowledged (2xx/250,
 // never a retryable 503), starts exactly one run, and the run's TriggerEvent is valid against the
 // schema and carries the bytes recoverably (the `{"$base64": ...}` marker, or for email's typed
-// strings the original message as an attachment).
+// strings the original message as an attachment). And two posts that differ only in such a byte
+// are two events, on every path whose dedup identity comes from content: each starts its own run.
 #include "support/http_client.hpp"
 #include "support/provider_signing.hpp"
 #include "support/schema_check.hpp"
@@ -35,6 +36,7 @@ constexpr const char* slack_secret = "8f742231b10e8888abcd99yyyzzz85a5";
 constexpr const char* twilio_token = "non-utf8-twilio-token-0001";
 constexpr const char* public_url = "https://bridge.example.test";
 constexpr const char* origin = "https://shop.example.test";
+constexpr const char* parse_key = "key-non-utf8-inbound-parse-0123456789";
 
 json::value marker(const std::string& base64) {
     return json::object{{"$base64", base64}};
@@ -59,7 +61,9 @@ protected:
             << "\"}}\n"
                "  - {name: forms, module: forms}\n"
                "  - {name: email, module: email, settings: {listen: \"127.0.0.1:0\", "
-               "hostname: mx.example.test}}\n"
+               "hostname: mx.example.test, webhookSigningKey: \""
+            << parse_key
+            << "\"}}\n"
                "subscriptions:\n"
                "  - {id: hook, source: webhook, workflowId: capture, signingSecret: \""
             << webhook_secret
@@ -225,6 +229,72 @@ TEST_F(NonUtf8ServeTest, SmtpMessageWithRaw8BitBytesIsTakenWithTheOriginalAttach
     const std::string ref(original->at("ref").as_string());
     const std::string kept = read_text_file(dir_.file("attachments/" + ref.substr(4)));
     EXPECT_NE(kept.find("caf\xe9 and \xff"), std::string::npos) << kept;
+}
+
+// The review's case: two signed inbound-parse posts without a Message-Id whose body-plain differs
+// only in one byte that is not UTF-8. Both are new mails (the identity is the bytes received, not
+// the sanitized text); a provider retry of the first (new token and signature, same parts) is
+// still its duplicate.
+TEST_F(NonUtf8ServeTest, TwoInboundMailsDifferingOnlyInAnInvalidByteStartTwoRuns) {
+    auto post_mail = [&](const std::string& token, const std::string& text) {
+        const std::string ts = std::to_string(std::time(nullptr));
+        auto part = [](const std::string& name, const std::string& value) {
+            return "--b0undary\r\nContent-Disposition: form-data; name=\"" + name +
+                   "\"\r\n\r\n" + value + "\r\n";
+        };
+        return post("mail-in", "multipart/form-data; boundary=b0undary",
+                    part("timestamp", ts) + part("token", token) +
+                        part("signature", hmac_sha256_hex(parse_key, ts + token)) +
+                        part("from", "billing@example.com") +
+                        part("recipient", "raw@example.test") + part("subject", "Invoice") +
+                        part("body-plain", text) + "--b0undary--\r\n");
+    };
+    auto first = post_mail("tok-first-0123456789abcdef0123456789abcdef", "amount due: \xff");
+    ASSERT_EQ(first.status, 200) << first.body;
+    EXPECT_NE(first.body.find("\"accepted\""), std::string::npos) << first.body;
+    auto second = post_mail("tok-second-0123456789abcdef0123456789abcde", "amount due: \xfe");
+    ASSERT_EQ(second.status, 200) << second.body;
+    EXPECT_NE(second.body.find("\"accepted\""), std::string::npos) << second.body;
+    std::vector<std::string> runs;
+    ASSERT_TRUE(probe_->runs_started("mail-in", 2, &runs));
+    EXPECT_NE(runs[0], runs[1]);
+
+    auto retry = post_mail("tok-retry-0123456789abcdef0123456789abcdef", "amount due: \xff");
+    ASSERT_EQ(retry.status, 200) << retry.body;
+    EXPECT_NE(retry.body.find("\"duplicate\""), std::string::npos) << retry.body;
+    EXPECT_TRUE(probe_->nothing_started("mail-in", 2));
+}
+
+// The siblings: a Slack slash command without a trigger_id, a Twilio post without a MessageSid and
+// a form post, each twice with one byte changed, both bytes invalid UTF-8.
+TEST_F(NonUtf8ServeTest, SlackSmsAndFormBodiesDifferingOnlyInAnInvalidByteStartTwoRunsEach) {
+    for (const char* text : {"%FF", "%FE"}) {
+        const std::string body =
+            "team_id=T1&channel_id=C1&user_id=U1&command=%2Fpay&text=due+"s + text;
+        const auto ts = std::time(nullptr);
+        auto r = post("slack-in", "application/x-www-form-urlencoded", body,
+                      {{"x-slack-request-timestamp", std::to_string(ts)},
+                       {"x-slack-signature", slack_signature(slack_secret, ts, body)}});
+        EXPECT_EQ(r.status, 200) << r.body;
+    }
+    EXPECT_TRUE(probe_->runs_started("slack-in", 2));
+
+    const std::string url = std::string(public_url) + "/v1/ingest/sms-in";
+    for (const char* text : {"due \xff", "due \xfe"}) {
+        const std::multimap<std::string, std::string> fields{
+            {"AccountSid", "AC0001"}, {"From", "+14155550100"}, {"Body", text}};
+        auto r = post("sms-in", "application/x-www-form-urlencoded", form_encode(fields),
+                      {{"x-twilio-signature", twilio_signature(twilio_token, url, fields)}});
+        EXPECT_EQ(r.status, 200) << r.body;
+    }
+    EXPECT_TRUE(probe_->runs_started("sms-in", 2));
+
+    for (const char* body : {"amount=%FF&note=due", "amount=%FE&note=due"}) {
+        auto r = post("form-in", "application/x-www-form-urlencoded", body,
+                      {{"origin", origin}, {"accept", "application/json"}});
+        EXPECT_EQ(r.status, 202) << r.body;
+    }
+    EXPECT_TRUE(probe_->runs_started("form-in", 2));
 }
 
 } // namespace
