@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace wopbridge::kafka {
@@ -294,9 +295,13 @@ void consumer_worker::close_client() {
         }
         rd_kafka_queue_destroy(q);
     }
-    if (consumer_queue_ != nullptr) {
-        rd_kafka_queue_destroy(consumer_queue_);
-        consumer_queue_ = nullptr;
+    rd_kafka_queue_t* queue = nullptr;
+    {
+        std::lock_guard lock(mu_);
+        std::swap(queue, consumer_queue_); // no host thread yields it from here on
+    }
+    if (queue != nullptr) {
+        rd_kafka_queue_destroy(queue);
     }
     rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     rk_ = nullptr;

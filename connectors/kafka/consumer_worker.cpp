@@ -87,7 +87,7 @@ bool consumer_worker::start(std::string& error) {
     }
     cooperative_ = std::strcmp(rd_kafka_rebalance_protocol(rk_), "COOPERATIVE") == 0;
     rd_kafka_poll_set_consumer(rk_);
-    consumer_queue_ = rd_kafka_queue_get_consumer(rk_);
+    consumer_queue_ = rd_kafka_queue_get_consumer(rk_); // under mu_ (start holds it)
     rd_kafka_topic_partition_list_t* topics =
         rd_kafka_topic_partition_list_new(static_cast<int>(sub_.topics.size()));
     for (const auto& t : sub_.topics) {
@@ -113,11 +113,11 @@ void consumer_worker::stop(clock::time_point deadline) {
         stopped_ = true;
         deadline_ = deadline;
         stopping_ = true;
+        if (consumer_queue_ != nullptr) {
+            rd_kafka_queue_yield(consumer_queue_); // under mu_: close_client may free it
+        }
     }
     cv_.notify_all();
-    if (consumer_queue_ != nullptr) {
-        rd_kafka_queue_yield(consumer_queue_);
-    }
     if (thread_.joinable()) {
         thread_.join(); // the loop drains, commits and closes the client
     } else {
@@ -326,11 +326,13 @@ void consumer_worker::on_committed(std::uint64_t id) {
         }
         held_.erase(it);
         backoff_.reset();
+        if (was_full && consumer_queue_ != nullptr) {
+            // Resume reading now, not after a poll wait. Under mu_: the poll thread may be
+            // closing the client and freeing the queue (a yield does not block).
+            rd_kafka_queue_yield(consumer_queue_);
+        }
     }
     cv_.notify_all();
-    if (was_full && consumer_queue_ != nullptr) {
-        rd_kafka_queue_yield(consumer_queue_); // resume reading now, not after a poll wait
-    }
 }
 
 void consumer_worker::on_refused(std::uint64_t id, const std::string& reason,

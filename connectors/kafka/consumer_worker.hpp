@@ -97,7 +97,9 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     const subscription_settings sub_;
 
     rd_kafka_t* rk_ = nullptr;
-    rd_kafka_queue_t* consumer_queue_ = nullptr; // to wake a poll in progress
+    // To wake a poll in progress; guarded by mu_, since host threads yield it while the poll
+    // thread may be closing the client.
+    rd_kafka_queue_t* consumer_queue_ = nullptr;
     std::thread thread_;
 
     // Guards held_, parts_ and the pause/refusal state: outcomes arrive on host threads.

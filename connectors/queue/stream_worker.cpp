@@ -225,9 +225,11 @@ bool stream_worker::connect_reader(std::chrono::milliseconds retry_in) {
                                             std::to_string(retry_in.count()) + " ms");
         return false;
     }
+    const std::string start_at =
+        !last_read_id_.empty() ? last_read_id_ : (sub_.from_beginning ? "0" : "$");
     auto r = reader_conn_.run(
-        {"XGROUP", "CREATE", sub_.stream, sub_.group, sub_.from_beginning ? "0" : "$", "MKSTREAM"},
-        command_timeout(), error);
+        {"XGROUP", "CREATE", sub_.stream, sub_.group, start_at, "MKSTREAM"}, command_timeout(),
+        error);
     if (!r) {
         log(wopbridge::log_level::warn, "XGROUP CREATE failed: " + error);
         return false;
@@ -405,6 +407,9 @@ bool stream_worker::read_round(std::size_t room) {
             return fail("XREADGROUP");
         }
         entries = std::move(*list);
+        if (!entries.empty()) {
+            last_read_id_ = entries.back().id;
+        }
     }
 
     for (const auto& e : entries) {

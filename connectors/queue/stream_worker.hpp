@@ -102,6 +102,10 @@ class stream_worker : public std::enable_shared_from_this<stream_worker> {
     // Reader-thread state.
     bool scanning_ = true; // reading our own pending entries (history) before new ones
     std::string scan_cursor_ = "0";
+    // The newest entry id read as new (">"), reader thread only: a group that vanished (a Redis
+    // restart without persistence, a deleted group) is created again after it, not at "$", so
+    // entries added while the reader was reconnecting are not skipped.
+    std::string last_read_id_;
     std::string claim_cursor_ = "0-0";
     clock::time_point next_claim_at_{};
     bool claim_supported_ = true; // false on a Redis without XAUTOCLAIM (< 6.2)
