@@ -122,6 +122,27 @@ TEST_F(UrlPolicyTest, RefusesNumericHostsNotWrittenAsADottedQuad) {
     EXPECT_TRUE(accepted("https://hooks.example.0xyz/hook"));
 }
 
+// Boost.URL 1.81 reads "127.0.0.1.nip.io" as host 127.0.0.1 and path ".nip.io...": the name is
+// read whole instead, and then meets the same checks as any other name (its addresses are checked
+// when it is resolved, at delivery time).
+TEST_F(UrlPolicyTest, NamesThatStartLikeAnAddressAreNames) {
+    std::string why;
+    auto t = check_webhook_url("https://127.0.0.1.nip.io:8443/h", false, why);
+    ASSERT_TRUE(t) << why;
+    EXPECT_EQ(t->host, "127.0.0.1.nip.io");
+    EXPECT_EQ(t->port, 8443);
+    EXPECT_FALSE(t->host_is_ip);
+    auto plain = check_webhook_url("https://10.0.0.1.example.com?x=1", false, why);
+    ASSERT_TRUE(plain) << why;
+    EXPECT_EQ(plain->host, "10.0.0.1.example.com");
+    EXPECT_EQ(plain->port, 443);
+    EXPECT_FALSE(accepted("https://1.2.3.4.5/x"));      // ends in a number: not a name
+    EXPECT_FALSE(accepted("https://1.2.3.4.nip.io:0/x")); // port 0
+    EXPECT_FALSE(accepted("https://1.2.3.4.ni%70.io/x"));
+    EXPECT_FALSE(accepted("https://1.2.3.4.nip.io:99999/x"));
+    EXPECT_FALSE(accepted("http://127.0.0.1.nip.io:8080/x", true)); // loopback http: the literal only
+}
+
 TEST_F(UrlPolicyTest, LoopbackHttpOnlyWithTheSwitchAndOnlyForOneTwoSevenZeroZeroOne) {
     EXPECT_FALSE(accepted("http://127.0.0.1:8080/hook", false));
     EXPECT_TRUE(accepted("http://127.0.0.1:8080/hook", true));
