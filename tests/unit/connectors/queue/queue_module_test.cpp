@@ -307,6 +307,37 @@ TEST_F(QueueModuleTest, SurvivesARedisRestartWithoutLosingMessages) {
     }
 }
 
+// The group vanishes (XGROUP DESTROY here; a Redis restart without persistence does the same) and
+// entries are added before the worker has reconnected: the group is created again after the last
+// entry the worker read, not at "$" (which would skip those entries for good).
+TEST_F(QueueModuleTest, AGroupThatVanishedIsCreatedAgainAfterTheLastEntryRead) {
+    bring_up();
+    std::vector<std::string> ids{xadd({"n", "1"}), xadd({"n", "2"})};
+    ASSERT_TRUE(eventually([&] { return count(WB_SUBMIT_ACCEPTED).size() == 2; }));
+    ASSERT_TRUE(eventually([&] { return pending() == 0; }));
+
+    // One redis-cli process: the entries are in the stream before the worker can reconnect.
+    auto r = redis_->cli_script("XGROUP DESTROY orders g\nXADD orders * n 3\nXADD orders * n 4\n");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::vector<std::string> lines;
+    for (std::size_t at = 0; at <= r.out.size();) {
+        const auto nl = std::min(r.out.find('\n', at), r.out.size());
+        lines.push_back(r.out.substr(at, nl - at));
+        at = nl + 1;
+    }
+    ASSERT_EQ(lines.size(), 3u) << r.out;
+    ids.push_back(lines[1]);
+    ids.push_back(lines[2]);
+
+    ASSERT_TRUE(eventually([&] { return count(WB_SUBMIT_ACCEPTED).size() == 4; }, 20s))
+        << "entries added while the group was gone were skipped";
+    EXPECT_TRUE(eventually([&] { return pending() == 0; }));
+    auto accepted = count(WB_SUBMIT_ACCEPTED);
+    for (const auto& id : ids) {
+        EXPECT_EQ(accepted["orders:" + id], 1) << id;
+    }
+}
+
 TEST_F(QueueModuleTest, NoCapacityStopsReading) {
     harness_->set_capacity(false);
     bring_up();
