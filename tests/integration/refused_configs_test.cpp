@@ -2,10 +2,13 @@
 // both refuse each one, exit 2, with the same first line: file:line:col, the key, and the fix.
 // The cases need the real filesystem (modes, sizes, a store bound to another host key), so they
 // run the real program on files in a temp dir.
+#include "support/bridge_reads.hpp"
 #include "support/build_paths.hpp"
 #include "support/child_process.hpp"
+#include "support/http_client.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
+#include "support/webhook_signer.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -244,6 +247,49 @@ TEST_F(RefusedConfigsTest, ADamagedDatabaseIsRefusedAndNotServed) {
     auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 30, {}, true);
     EXPECT_EQ(served.exit_code, 1) << served.stdout_text;
     EXPECT_EQ(first_line(served.stdout_text), line);
+}
+
+// The review's case: after a SIGKILL, one byte changed in the first frame of the WAL. SQLite's
+// recovery would stop there and silently drop every acknowledged event after it (and their
+// re-posts would be taken as new). Both commands refuse the store before SQLite opens it, naming
+// the frame, the count and the fix; the WAL is left as it is.
+TEST_F(RefusedConfigsTest, ADamagedWalFrameWithAcknowledgedEventsAfterItIsRefused) {
+    auto config = write_config("hostKeyFile: host.key", sqlite_line);
+    serve_process p;
+    ASSERT_TRUE(p.start(config, dir_.file("serve.log"))) << p.error;
+    for (int i = 0; i < 40; ++i) { // within the per-address budget (50/s)
+        auto r = perform(signed_ingest_call(p.url(), "orders",
+                                            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                                            fresh_webhook_id(), R"({"n":1})"));
+        ASSERT_EQ(r.status, 202) << r.body;
+    }
+    p.signal(SIGKILL);
+    ASSERT_EQ(p.wait_exit(), -1);
+    const std::string wal = dir_.file("bridge.db-wal");
+    ASSERT_TRUE(fs::exists(wal));
+    // The kill came right after the last commit: an idle second passes before the WAL is
+    // truncated.
+    ASSERT_GT(fs::file_size(wal), 32u + 24u + 4096u);
+    {
+        std::fstream f(wal, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(32 + 24 + 100); // inside the first frame's page
+        char c = 0;
+        f.get(c);
+        f.seekp(32 + 24 + 100);
+        f.put(static_cast<char>(c ^ 0x01));
+    }
+    const auto size = fs::file_size(wal);
+    auto checked = run_program({WOPBRIDGE_PROGRAM, "check-config", config}, 30, {}, true);
+    EXPECT_EQ(checked.exit_code, 2) << checked.stdout_text;
+    const std::string line = first_line(checked.stdout_text);
+    EXPECT_THAT(line, HasSubstr(config + ": store: cannot open the sqlite store: " +
+                                dir_.file("bridge.db") + "-wal is damaged: frame 1 of "));
+    EXPECT_THAT(line, HasSubstr("committed transaction(s) after it"));
+    EXPECT_THAT(line, HasSubstr("restore the database from a backup"));
+    auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 30, {}, true);
+    EXPECT_EQ(served.exit_code, 1) << served.stdout_text;
+    EXPECT_EQ(first_line(served.stdout_text), line);
+    EXPECT_EQ(fs::file_size(wal), size);
 }
 
 TEST_F(RefusedConfigsTest, ConnectorSettingsOutsideTheModulesSchemaAreRefusedTheSameWay) {

@@ -4,6 +4,7 @@
 // lifetime, checkpoints, upkeep, and the outbound and replay-job roles (sqlite_outbound.cpp,
 // sqlite_replay_jobs.cpp).
 #include "store/sqlite/sqlite_store_impl.hpp"
+#include "store/sqlite/wal_check.hpp"
 
 namespace wopbridge::sqlite_detail {
 
@@ -333,6 +334,33 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
                            "creation never finished. Restore it from a backup; to start a new, "
                            "empty store in it, run serve once with --init"};
         return errc::invalid_argument;
+    }
+    if (opts.check_integrity) {
+        // Before SQLite opens the file: its recovery would drop what a damaged WAL frame hides.
+        std::string wal_error;
+        auto wal = sqlite::find_wal_damage(opts.path, wal_error);
+        if (wal) {
+            // Once more: a node writing this WAL right now may have been read mid-frame.
+            wal = sqlite::find_wal_damage(opts.path, wal_error);
+        }
+        if (wal) {
+            why = {errc::store_unavailable,
+                   opts.path + "-wal is damaged: " +
+                       (wal->first_bad_frame == 0
+                            ? std::string("its header fails its checksum")
+                            : "frame " + std::to_string(wal->first_bad_frame) + " of " +
+                                  std::to_string(wal->frames) + " fails its checksum") +
+                       ", and SQLite's recovery would discard the " +
+                       std::to_string(wal->commits_after) +
+                       " committed transaction(s) after it, events that were acknowledged. It "
+                       "is not opened: restore the database from a backup. To accept that loss "
+                       "(after a power cut the last of them may be one never acknowledged), let "
+                       "SQLite recover the file with `sqlite3 " +
+                       opts.path +
+                       " 'PRAGMA quick_check'` and start again "
+                       "(docs/guarantees/durable-intake.md)"};
+            return errc::store_unavailable;
+        }
     }
     std::string reason;
     auto writer = sqlite::connection::open(opts.path, true, opts.busy_timeout_ms, reason);
