@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tempfile
 
+import bench_cost
 from bench_env import log
 
 
@@ -65,6 +66,9 @@ def write_markdown(res, path, nginx_workers):
     ]
     for name, rps, p50, p99 in rows:
         lines.append(f"| {name} | {fmt(rps)} | {fmt(p50)} | {fmt(p99)} |")
+    lines += [""] + bench_cost.markdown(
+        res.get("cost_sqlite"),
+        f"SQLite, local ledger, at {fmt(res.get('cost_sqlite_rate_rps'))} req/s (scenario 4)")
     lines += [
         "",
         "| Figure | Value |",

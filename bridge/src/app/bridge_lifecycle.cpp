@@ -1,6 +1,7 @@
 // The bridge's life: impl construction and teardown, the host key check against the store, store
 // health, run lifecycle callbacks, start/stop and the housekeeping thread.
 #include "app/bridge_impl.hpp"
+#include "core/thread_name.hpp"
 
 namespace wopbridge {
 
@@ -234,6 +235,7 @@ void bridge::impl::start_housekeeping() {
         jobs_stopping = false;
     }
     housekeeping = std::thread([this] {
+        name_this_thread("wb-housekeep");
         auto period = std::chrono::milliseconds(std::max<millis>(1000, settings.housekeeping_interval_ms));
         // A first pass at start: a node that was down past some expiries purges them now.
         for (;;) {

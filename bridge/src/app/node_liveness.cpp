@@ -1,4 +1,5 @@
 #include "app/node_liveness.hpp"
+#include "core/thread_name.hpp"
 
 #include "core/log.hpp"
 
@@ -34,6 +35,7 @@ bool node_liveness::start() {
         stopping_ = false;
     }
     thread_ = std::thread([this] {
+        name_this_thread("wb-node-beat");
         std::unique_lock lock(mutex_);
         while (!cv_.wait_for(lock, std::chrono::milliseconds(beat_ms_), [&] { return stopping_; })) {
             lock.unlock();

@@ -1,4 +1,5 @@
 #include "app/replay_jobs.hpp"
+#include "core/thread_name.hpp"
 
 #include "core/log.hpp"
 
@@ -48,7 +49,10 @@ void replay_jobs::start() {
         stopping_ = false;
     }
     claim_orphans(); // a restart resumes what the previous process left at once
-    poller_ = std::thread([this] { poll_loop(); });
+    poller_ = std::thread([this] {
+        name_this_thread("wb-replay-poll");
+        poll_loop();
+    });
 }
 
 void replay_jobs::stop() {

@@ -1,4 +1,5 @@
 #include "delivery/delivery_engine.hpp"
+#include "core/thread_name.hpp"
 
 #include "contract/events.hpp"
 #include "contract/retry_schedule.hpp"
@@ -80,8 +81,14 @@ void delivery_engine::start() {
     stopping_ = false;
     recorder_running_ = true;
     recorder_stopping_ = false;
-    recorder_ = std::thread([this] { recorder_loop(); });
-    thread_ = std::thread([this] { loop(); });
+    recorder_ = std::thread([this] {
+        name_this_thread("wb-recorder");
+        recorder_loop();
+    });
+    thread_ = std::thread([this] {
+        name_this_thread("wb-delivery");
+        loop();
+    });
 }
 
 void delivery_engine::stop() {

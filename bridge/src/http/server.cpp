@@ -5,6 +5,7 @@
 // holding a thread.
 
 #include "http/server.hpp"
+#include "core/thread_name.hpp"
 
 #include "http/server_impl.hpp"
 
@@ -82,7 +83,10 @@ result<void> server::start(request_handler& handler) {
     s.work.emplace(s.ioc.get_executor());
     net::co_spawn(s.acceptor.get_executor(), s.accept_loop(), net::detached);
     for (int i = 0; i < std::max(1, s.opts.threads); ++i) {
-        s.threads.emplace_back([&s] { s.ioc.run(); });
+        s.threads.emplace_back([&s] {
+            name_this_thread("wb-http-io");
+            s.ioc.run();
+        });
     }
     return {};
 }

@@ -4,6 +4,7 @@
 // API; server_connection.cpp a connection's request/response exchanges.
 
 #include "http/server.hpp"
+#include "core/thread_name.hpp"
 #include "http/server_sinks.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -45,7 +46,7 @@ public:
     scheduler_impl(net::io_context& ioc, net::thread_pool& pool, std::shared_ptr<post_gate> gate)
         : pool_(pool), strand_(net::make_strand(ioc)), gate_(std::move(gate)) {}
 
-    void post(std::function<void()> fn) override { net::post(pool_, std::move(fn)); }
+    void post(std::function<void()> fn) override { post_to_pool(std::move(fn)); }
 
     std::uint64_t after(std::chrono::milliseconds delay, std::function<void()> fn) override {
         auto id = next_.fetch_add(1);
@@ -55,7 +56,7 @@ public:
             t->async_wait([this, id, t, fn = std::move(fn)](boost::system::error_code ec) mutable {
                 timers_.erase(id);
                 if (!ec) {
-                    net::post(pool_, std::move(fn));
+                    post_to_pool(std::move(fn));
                 }
             });
         });
@@ -82,6 +83,15 @@ public:
     }
 
 private:
+    void post_to_pool(std::function<void()> fn) {
+        net::post(pool_, [fn = std::move(fn)] {
+            // The pool's threads are Asio's: each is named by the first task it runs.
+            thread_local const bool named = (name_this_thread("wb-http-work"), true);
+            (void)named;
+            fn();
+        });
+    }
+
     net::thread_pool& pool_;
     net::strand<net::io_context::executor_type> strand_;
     std::shared_ptr<post_gate> gate_;

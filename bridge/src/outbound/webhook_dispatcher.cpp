@@ -1,4 +1,5 @@
 #include "outbound/webhook_dispatcher.hpp"
+#include "core/thread_name.hpp"
 
 #include "contract/retry_schedule.hpp"
 #include "core/ids.hpp"
@@ -545,7 +546,10 @@ void webhook_dispatcher::start() {
     }
     impl_->started = true;
     impl_->stopping = false;
-    impl_->worker = std::thread([this] { impl_->run_worker(); });
+    impl_->worker = std::thread([this] {
+        name_this_thread("wb-outbound");
+        impl_->run_worker();
+    });
 }
 
 void webhook_dispatcher::stop() {

@@ -1,6 +1,7 @@
 // The connector host's own threads (a timer, a small worker pool), its log lines, and the helpers
 // its other translation units share (connector_host_impl.hpp).
 #include "plugins/connector_host_impl.hpp"
+#include "core/thread_name.hpp"
 
 #include "core/clock.hpp"
 #include "core/log.hpp"
@@ -128,10 +129,16 @@ connector_host::impl::impl(connector_host_options o, submit_sink& s, clock_sourc
         blobs = std::make_unique<blob_store>(options.attachment_dir, &clock);
     }
 
-    timer_thread = std::thread([this] { timer_loop(); });
+    timer_thread = std::thread([this] {
+        name_this_thread("wb-conn-timer");
+        timer_loop();
+    });
     const int n = std::max(1, options.worker_threads);
     for (int i = 0; i < n; ++i) {
-        workers.emplace_back([this] { worker_loop(); });
+        workers.emplace_back([this] {
+            name_this_thread("wb-conn-work");
+            worker_loop();
+        });
     }
 }
 

@@ -1,4 +1,5 @@
 #include "plugins/connector_sync.hpp"
+#include "core/thread_name.hpp"
 
 #include "core/log.hpp"
 
@@ -92,6 +93,7 @@ void connector_sync::start(std::chrono::milliseconds interval) {
     }
     stopping_ = false;
     thread_ = std::thread([this, interval] {
+        name_this_thread("wb-conn-sync");
         std::unique_lock lock(mu_);
         while (!cv_.wait_for(lock, interval, [this] { return stopping_; })) {
             lock.unlock();

@@ -7,6 +7,7 @@
 // kills the whole group (SIGTERM, then SIGKILL after the grace period).
 
 #include "runs/run_starter.hpp"
+#include "core/thread_name.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -85,7 +86,10 @@ public:
             workflows_.emplace(w.id, std::move(w));
         }
         wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        reaper_ = std::thread([this] { reap_loop(); });
+        reaper_ = std::thread([this] {
+            name_this_thread("wb-run-reaper");
+            reap_loop();
+        });
     }
 
     ~local_run_starter() override { stop(); }

@@ -9,6 +9,7 @@
 // Redirects are never followed (the Authorization header must not travel elsewhere).
 
 #include "runs/run_starter.hpp"
+#include "core/thread_name.hpp"
 
 #include <boost/json.hpp>
 #include <curl/curl.h>
@@ -137,7 +138,10 @@ public:
             opts_.base_url.pop_back();
         }
         multi_ = curl_multi_init();
-        worker_ = std::thread([this] { run(); });
+        worker_ = std::thread([this] {
+            name_this_thread("wb-upstream");
+            run();
+        });
     }
 
     ~upstream_run_starter() override {

@@ -1,4 +1,5 @@
 #include "schedule/scheduler.hpp"
+#include "core/thread_name.hpp"
 
 #include <boost/json.hpp>
 
@@ -123,7 +124,10 @@ void scheduler::start() {
     if (thread_.joinable() || stopping_) {
         return;
     }
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+        name_this_thread("wb-scheduler");
+        loop();
+    });
 }
 
 void scheduler::stop() {

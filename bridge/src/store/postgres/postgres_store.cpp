@@ -5,6 +5,7 @@
 // This file: opening, the threads' lifetime, upkeep, the cluster, and the outbound and
 // replay-job roles (pg_outbound.cpp, pg_replay_jobs.cpp).
 #include "store/postgres/postgres_store_impl.hpp"
+#include "core/thread_name.hpp"
 
 #define WB_DB_NOW_MS "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
@@ -21,8 +22,14 @@ postgres_store::postgres_store(std::unique_ptr<connection> writer,
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         free_.push_back(i);
     }
-    thread_ = std::thread([this] { writer_loop(); });
-    listener_thread_ = std::thread([this] { listener_loop(); });
+    thread_ = std::thread([this] {
+        name_this_thread("wb-pg-writer");
+        writer_loop();
+    });
+    listener_thread_ = std::thread([this] {
+        name_this_thread("wb-pg-listen");
+        listener_loop();
+    });
 }
 
 postgres_store::~postgres_store() {

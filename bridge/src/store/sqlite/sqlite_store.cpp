@@ -4,6 +4,7 @@
 // lifetime, checkpoints, upkeep, and the outbound and replay-job roles (sqlite_outbound.cpp,
 // sqlite_replay_jobs.cpp).
 #include "store/sqlite/sqlite_store_impl.hpp"
+#include "core/thread_name.hpp"
 #include "store/sqlite/wal_check.hpp"
 
 namespace wopbridge::sqlite_detail {
@@ -23,8 +24,14 @@ sqlite_store::sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<c
         outbound_possible_.store(!row || !*row || st.int64(0) != 0);
     }
     sqlite3_wal_hook(writer_->handle(), &sqlite_store::on_wal_commit, this);
-    thread_ = std::thread([this] { writer_loop(); });
-    ckpt_thread_ = std::thread([this] { checkpointer_loop(); });
+    thread_ = std::thread([this] {
+        name_this_thread("wb-sqlite-write");
+        writer_loop();
+    });
+    ckpt_thread_ = std::thread([this] {
+        name_this_thread("wb-sqlite-ckpt");
+        checkpointer_loop();
+    });
 }
 
 sqlite_store::~sqlite_store() {
