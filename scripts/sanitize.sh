@@ -10,7 +10,8 @@ build="${1:-build-asan}"
 # normal build (see tests/CMakeLists.txt), so after scripts/test.sh the compiler cache supplies those
 # objects: same command lines, and the cache must not key on the build directory.
 export CCACHE_NOHASHDIR=1
-cmake -S . -B "$build" -G Ninja -DWOPBRIDGE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B "$build" -G Ninja -DWOPBRIDGE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DWOPBRIDGE_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # Child processes (wopbridge serve, modules) inherit these. Leaks are checked; tests/lsan.supp lists the
 # deliberate ones with the reason for each.

@@ -6,7 +6,7 @@ build="${1:-build}"
 ./scripts/setup-debian.sh postgres redis nats rabbitmq browser
 # The compiler cache may serve these objects to other build directories (scripts/sanitize.sh).
 export CCACHE_NOHASHDIR=1
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWOPBRIDGE_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 junit="$(cd "$build" && pwd)/ctest-junit.xml"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300 --output-junit "$junit"
