@@ -117,6 +117,25 @@ class NatsServeTest : public broker_serve_fixture {
         expect_runs_caused_by_their_attempts(serve, key_of_run);
     }
 
+    // The review's window: large fetches, up to 1 000 messages held.
+    static config_options large_window() {
+        return {.start_from = "beginning", .max_in_flight = 1000, .batch_size = 200,
+                .ack_wait_ms = 30000};
+    }
+
+    // After a large load: JetStream has nothing unacked, every message was delivered, each with
+    // exactly one run; then a clean stop. Generous deadlines: a loaded machine drains slowly.
+    void expect_drained_with_one_run_each(serve_process& serve, nats_client& client,
+                                          const std::vector<std::uint64_t>& seqs) {
+        ASSERT_TRUE(eventually([&] { return all_acked(client); }, 120s))
+            << "the bridge stopped consuming\n"
+            << log_text();
+        ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); }, 120s))
+            << log_text();
+        expect_one_run_per_message(serve, seqs, false);
+        expect_clean_stop(serve);
+    }
+
     // The bridge created the durable consumer (startFrom: new: publish only after that).
     static bool consumer_exists(nats_client& client) {
         return client.consumer(stream, durable).has_value();
@@ -243,10 +262,7 @@ TEST_F(NatsServeTest, BrokerRestartsUnderALargeWindowKeepTheBridgeUpAndOneRunPer
     nats_server broker;
     auto client = std::make_unique<nats_client>(broker.url());
     ASSERT_TRUE(client->add_stream(stream, "orders.>")) << client->error;
-    write_config(broker, {.start_from = "beginning",
-                          .max_in_flight = 1000,
-                          .batch_size = 200,
-                          .ack_wait_ms = 30000});
+    write_config(broker, large_window());
     constexpr int backlog = 2000;
     constexpr int per_round = 1000;
     constexpr int rounds = 3;
@@ -282,13 +298,7 @@ TEST_F(NatsServeTest, BrokerRestartsUnderALargeWindowKeepTheBridgeUpAndOneRunPer
     seqs.insert(seqs.end(), last.begin(), last.end());
     ASSERT_EQ(seqs.size(), static_cast<std::size_t>(backlog + rounds * per_round));
 
-    ASSERT_TRUE(eventually([&] { return all_acked(*client); }, 120s))
-        << "the bridge stopped consuming\n"
-        << log_text();
-    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); }, 120s))
-        << log_text();
-    expect_one_run_per_message(serve, seqs, false);
-    expect_clean_stop(serve);
+    expect_drained_with_one_run_each(serve, *client, seqs);
 }
 
 // The same shape with a window that is certain: the durable is deleted (an operator's `nats
@@ -301,10 +311,7 @@ TEST_F(NatsServeTest, DurableDeletedUnderALargeWindowIsBoundAgainAndHeldAcksStay
     nats_server broker;
     nats_client client(broker.url());
     ASSERT_TRUE(client.add_stream(stream, "orders.>")) << client.error;
-    write_config(broker, {.start_from = "beginning",
-                          .max_in_flight = 1000,
-                          .batch_size = 200,
-                          .ack_wait_ms = 30000});
+    write_config(broker, large_window());
     constexpr int per_round = 1500;
     constexpr int rounds = 3;
     std::vector<std::uint64_t> seqs;
@@ -325,13 +332,7 @@ TEST_F(NatsServeTest, DurableDeletedUnderALargeWindowIsBoundAgainAndHeldAcksStay
             << "round " << round << ": the bridge did not bind again\n"
             << log_text();
     }
-    ASSERT_TRUE(eventually([&] { return all_acked(client); }, 120s))
-        << "the bridge stopped consuming\n"
-        << log_text();
-    ASSERT_TRUE(eventually([&] { return delivered_count(serve) == seqs.size(); }, 120s))
-        << log_text();
-    expect_one_run_per_message(serve, seqs, false);
-    expect_clean_stop(serve);
+    expect_drained_with_one_run_each(serve, client, seqs);
 }
 
 TEST_F(NatsServeTest, BridgeStartedBeforeTheBrokerConsumesOnceItComesUp) {

@@ -103,6 +103,20 @@ protected:
         return perform(signed_ingest_call(serve_.url(), "orders", secret, id, R"({"n":1})"));
     }
 
+    // Waits (bounded) until the subscription has `count` deliveries, every one delivered.
+    bool all_delivered(std::size_t count) {
+        return eventually([&] {
+            bool ok = false;
+            auto rows = read_all_deliveries(serve_.url(), api_key, "orders", ok);
+            for (const auto& d : rows) {
+                if (d.status != "delivered") {
+                    return false;
+                }
+            }
+            return ok && rows.size() == count;
+        });
+    }
+
     // The whole scenario; `fail` / `heal` switch the fault on and off under the running process.
     // `logs_during_fault`: false when the fault also stops the log file from growing (a file-size
     // limit applies to every file the process writes).
@@ -117,16 +131,7 @@ protected:
             accepted.insert(id);
         }
         // Let the first deliveries settle so the fault meets intake, not only the engine.
-        ASSERT_TRUE(eventually([&] {
-            bool ok = false;
-            auto rows = read_all_deliveries(serve_.url(), api_key, "orders", ok);
-            for (const auto& d : rows) {
-                if (d.status != "delivered") {
-                    return false;
-                }
-            }
-            return ok && rows.size() == accepted.size();
-        }));
+        ASSERT_TRUE(all_delivered(accepted.size()));
 
         if (!fail()) {
             GTEST_SKIP() << "this file system or these privileges cannot inject the fault";
@@ -246,16 +251,7 @@ TEST_F(StoreFaultsServeTest, PagesDamagedUnderARunningNodeAreNamedOnceAndReadine
     for (int i = 0; i < 50; ++i) {
         ASSERT_EQ(post(fresh_webhook_id()).status, 202);
     }
-    ASSERT_TRUE(eventually([&] {
-        bool ok = false;
-        auto rows = read_all_deliveries(serve_.url(), api_key, "orders", ok);
-        for (const auto& d : rows) {
-            if (d.status != "delivered") {
-                return false;
-            }
-        }
-        return ok && rows.size() == 50;
-    }));
+    ASSERT_TRUE(all_delivered(50));
     const std::string db = dir_.file("bridge.db");
     ASSERT_TRUE(eventually(
         [&] {
