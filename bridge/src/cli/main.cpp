@@ -15,7 +15,8 @@ void print_usage(std::FILE* out) {
     std::fputs("usage: wopbridge <command> [options]\n"
                "\n"
                "commands:\n"
-               "  serve --config FILE [--module-path DIR]   run the bridge\n"
+               "  serve --config FILE [--module-path DIR] [--listen ADDR] [--init]\n"
+               "                                             run the bridge\n"
                "  check-config FILE                          validate a config file without starting\n"
                "  reload --config FILE                       make a running bridge re-read its "
                "subscriptions (SIGHUP)\n"
@@ -30,6 +31,8 @@ void print_usage(std::FILE* out) {
                "  dead-letters list|replay SUB ...           dead letters and replay (client)\n"
                "  runs [list] [--status S ...]               runs, newest first, with filters (client)\n"
                "  runs show RUN                              a run's snapshot and event log (client)\n"
+               "  runs output RUN                            a local workflow command's output "
+               "(client)\n"
                "\n"
                "Every command accepts --help.\n",
                out);

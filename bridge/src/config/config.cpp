@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace wopbridge {
@@ -27,6 +28,30 @@ env_lookup process_environment() {
 
 using namespace config_detail;
 
+namespace {
+
+// Where the first tab stands in a line's indentation (0-based line and column), if any: YAML
+// indents with spaces only, and yaml-cpp reports a tab as something else ("illegal map value").
+std::optional<YAML::Mark> tab_in_indentation(std::string_view text) {
+    YAML::Mark m;
+    std::size_t line_start = 0;
+    while (line_start < text.size()) {
+        auto end = text.find('\n', line_start);
+        end = end == std::string_view::npos ? text.size() : end;
+        for (auto i = line_start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i) {
+            if (text[i] == '\t') {
+                m.column = static_cast<int>(i - line_start);
+                return m;
+            }
+        }
+        ++m.line;
+        line_start = end + 1;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
 bool parse_listen(const std::string& text, std::string& host, std::uint16_t& port) {
     return parse_listen_address(text, host, port);
 }
@@ -39,7 +64,12 @@ config_load_result parse_config(std::string_view text, const std::string& file_n
     try {
         root = YAML::Load(std::string(text));
     } catch (const YAML::ParserException& e) {
-        r.error(e.mark, "YAML syntax error: " + e.msg);
+        if (auto tab = tab_in_indentation(text)) {
+            r.error(*tab, "YAML syntax error: a tab in the indentation (YAML indents with spaces "
+                          "only); fix: replace it with spaces");
+        } else {
+            r.error(e.mark, "YAML syntax error: " + e.msg);
+        }
         out.errors = std::move(r.errors);
         return out;
     } catch (const YAML::Exception& e) {

@@ -238,6 +238,15 @@ TEST_F(ConfigTest, YamlSyntaxErrorHasItsMark) {
     EXPECT_THAT(e[0], ::testing::StartsWith("test.yaml:3:1: YAML syntax error: "));
 }
 
+// yaml-cpp calls a tab in the indentation an "illegal map value" somewhere after it; the reader
+// names the tab itself, at its line and column.
+TEST_F(ConfigTest, ATabInTheIndentationIsNamedAtItsPlace) {
+    auto e = errors("server:\n  listen: \"127.0.0.1:0\"\nauth:\n\tapiKeys: []\n");
+    ASSERT_EQ(e.size(), 1u) << ::testing::PrintToString(e);
+    EXPECT_EQ(e[0], "test.yaml:4:1: YAML syntax error: a tab in the indentation (YAML indents with "
+                    "spaces only); fix: replace it with spaces");
+}
+
 TEST_F(ConfigTest, ReportsAllErrorsTogether) {
     auto e = errors("server: {threads: 0, listn: x}\n"
                     "delivery: {dedupRetention: 2h, maxInFlight: -1}\n"

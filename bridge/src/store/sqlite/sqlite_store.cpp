@@ -7,6 +7,9 @@
 #include "core/thread_name.hpp"
 #include "store/sqlite/wal_check.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace wopbridge::sqlite_detail {
 
 sqlite_store::sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<connection> reader,
@@ -367,6 +370,15 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
                        " 'PRAGMA quick_check'` and start again "
                        "(docs/guarantees/durable-intake.md)"};
             return errc::store_unavailable;
+        }
+    }
+    if (opts.path.rfind("file:", 0) != 0) {
+        // A new store is created readable by its owner only, whatever the umask (the unit's
+        // UMask does this under systemd; a shell's 022 would leave secrets' ciphertexts, dedup
+        // keys and content world-readable). SQLite gives its -wal and -shm the same mode.
+        const int fd = ::open(opts.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            ::close(fd);
         }
     }
     std::string reason;

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -91,6 +93,20 @@ TEST_F(SqliteStoreTest, UnopenablePathIsStoreUnavailable) {
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error(), errc::store_unavailable);
     EXPECT_EQ(why.code, errc::store_unavailable);
+}
+
+// Whatever the umask, a new store and its -wal / -shm are readable by their owner only.
+TEST_F(SqliteStoreTest, ANewStoreIsCreatedOwnerOnly) {
+    const mode_t old = ::umask(022);
+    auto s = open_sqlite_store(sqlite_options{path()});
+    ::umask(old);
+    ASSERT_TRUE(s);
+    struct stat st {};
+    ASSERT_EQ(::stat(path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    ASSERT_TRUE((*s)->probe_write()); // the WAL exists once something was written
+    ASSERT_EQ(::stat((path() + "-wal").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST_F(SqliteStoreTest, MigratesOnceAndUsesWal) {
