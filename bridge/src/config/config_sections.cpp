@@ -1,6 +1,8 @@
 // The config file's sections other than connectors and subscriptions (config_subscriptions.cpp).
 #include "config/config_reader.hpp"
 
+#include "contract/retry_schedule.hpp"
+
 #include "core/scopes.hpp"
 
 #include <algorithm>
@@ -14,7 +16,8 @@ void read_retry(reader& r, const YAML::Node& n, const std::string& path, retry_p
         return;
     }
     r.check_keys(n, path, {"maxAttempts", "backoff", "baseDelay", "maxDelay", "jitter"});
-    r.integer_into(n, "maxAttempts", path, out.max_attempts, 1, 1000);
+    r.integer_into(n, "maxAttempts", path, out.max_attempts, retry_max_attempts_min,
+                   retry_max_attempts_max);
     if (auto b = r.choice(n, "backoff", path, {"none", "fixed", "exponential"})) {
         out.backoff = *b == 0 ? backoff_kind::none : *b == 1 ? backoff_kind::fixed : backoff_kind::exponential;
     }

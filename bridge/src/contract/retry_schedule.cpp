@@ -4,6 +4,14 @@
 #include <cstdint>
 
 namespace wopbridge {
+
+std::optional<std::string> max_attempts_refusal(std::int64_t n) {
+    if (n >= retry_max_attempts_min && n <= retry_max_attempts_max) {
+        return std::nullopt;
+    }
+    return "maxAttempts must be within " + std::to_string(retry_max_attempts_min) + ".." +
+           std::to_string(retry_max_attempts_max);
+}
 namespace {
 
 millis exponential_delay(millis base, millis cap, int attempt) {

@@ -9,7 +9,20 @@
 #include "contract/types.hpp"
 #include "core/clock.hpp"
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 namespace wopbridge {
+
+// The bounds of a retry policy's maxAttempts: the one place the config file (config_sections),
+// the REST API (http/registration) and schemas/openapi.json (checked by OpenApiTest) take them
+// from. The contract asks for >= 1; the upper bound is this host's.
+inline constexpr int retry_max_attempts_min = 1;
+inline constexpr int retry_max_attempts_max = 1000;
+
+// nullopt when `n` is a maxAttempts this host takes; else why not (content-free, names the bounds).
+std::optional<std::string> max_attempts_refusal(std::int64_t n);
 
 // `failed_attempt` is the 1-based number of the attempt that just failed. `random` is used only for
 // jitter and may be null (no jitter then).

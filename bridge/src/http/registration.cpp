@@ -1,4 +1,5 @@
 #include "http/registration.hpp"
+#include "contract/retry_schedule.hpp"
 
 #include "contract/wire.hpp"
 #include "plugins/secret_settings.hpp"
@@ -8,6 +9,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+
+#include <limits>
 
 #include <array>
 
@@ -99,9 +102,13 @@ parse_result parse_registration(std::string_view body, const std::string& tenant
                 if (!m.is_int64() && !m.is_uint64()) {
                     return fail("retryPolicy.maxAttempts", "maxAttempts must be an integer");
                 }
-                auto n = m.is_int64() ? m.as_int64() : static_cast<std::int64_t>(m.as_uint64());
-                if (n < 1 || n > 100) {
-                    return fail("retryPolicy.maxAttempts", "maxAttempts must be within 1..100");
+                constexpr auto top = std::numeric_limits<std::int64_t>::max();
+                const auto n = m.is_int64() ? m.as_int64()
+                               : m.as_uint64() > static_cast<std::uint64_t>(top)
+                                   ? top
+                                   : static_cast<std::int64_t>(m.as_uint64());
+                if (auto why = max_attempts_refusal(n)) {
+                    return fail("retryPolicy.maxAttempts", *why);
                 }
                 policy.max_attempts = static_cast<int>(n);
             } else if (kv.key() == "backoff") {

@@ -1,3 +1,4 @@
+#include "contract/retry_schedule.hpp"
 #include "http/openapi_document.hpp"
 #include "http/router.hpp"
 
@@ -26,6 +27,27 @@ std::string lower(std::string_view s) {
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
+}
+
+// The bounds the registration schema advertises for retryPolicy.maxAttempts are the ones the REST
+// API and the config file enforce (contract/retry_schedule.hpp): one validator, not three.
+TEST_F(OpenApiTest, RetryPolicyBoundsAreTheOnesTheValidatorsEnforce) {
+    const auto& schemas = doc_.at("components").at("schemas").as_object();
+    for (const char* name : {"TriggerSubscriptionRegistration", "TriggerSubscription"}) {
+        const auto& max_attempts = schemas.at(name)
+                                       .at("properties")
+                                       .at("retryPolicy")
+                                       .at("properties")
+                                       .at("maxAttempts")
+                                       .as_object();
+        EXPECT_EQ(max_attempts.at("minimum").to_number<int>(), retry_max_attempts_min) << name;
+        EXPECT_EQ(max_attempts.at("maximum").to_number<int>(), retry_max_attempts_max) << name;
+    }
+    EXPECT_FALSE(max_attempts_refusal(retry_max_attempts_min));
+    EXPECT_FALSE(max_attempts_refusal(retry_max_attempts_max));
+    EXPECT_EQ(max_attempts_refusal(retry_max_attempts_max + 1).value_or(""),
+              "maxAttempts must be within 1..1000");
+    EXPECT_TRUE(max_attempts_refusal(0));
 }
 
 TEST_F(OpenApiTest, IsAnOpenApi31Document) {
