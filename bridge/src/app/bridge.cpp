@@ -339,10 +339,7 @@ void bridge::cancel_changes_watch(std::uint64_t token) { impl_->changes.cancel(t
 
 result<void> bridge::ready() {
     auto& m = *impl_;
-    if (auto damage = m.st->damage(); !damage.empty()) {
-        m.note_store_damaged("readiness", damage);
-        return make_error_code(errc::store_unavailable);
-    }
+    // A damaged store fails ping(); note_store_failure names the damage (store.damaged).
     if (auto r = m.st->ping(); !r) {
         m.note_store_failure("ping", r.error());
         return r;
