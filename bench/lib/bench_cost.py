@@ -29,18 +29,21 @@ ROLES = {
 }
 
 
-def _thread_ticks(pid):
-    by_name = {}
+def _threads(pid):
+    """CPU ticks and bytes written (the pages each thread dirtied) by thread name."""
+    ticks, written = {}, {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
+            io = _io(f"{pid}/task/{tid}")
         except OSError:
             continue  # the thread ended meanwhile
-        by_name[name] = by_name.get(name, 0) + int(fields[11]) + int(fields[12])
-    return by_name
+        ticks[name] = ticks.get(name, 0) + int(fields[11]) + int(fields[12])
+        written[name] = written.get(name, 0) + io.get("write_bytes", 0)
+    return ticks, written
 
 
 def _io(pid):
@@ -76,7 +79,8 @@ def _rows(db_path):
 
 def snapshot(pid, base, db_path=None):
     io = _io(pid)
-    return {"ticks": _thread_ticks(pid), "write_bytes": io.get("write_bytes", 0),
+    ticks, written = _threads(pid)
+    return {"ticks": ticks, "thread_write_bytes": written, "write_bytes": io.get("write_bytes", 0),
             "syscw": io.get("syscw", 0), "commits": _commits(base), "rows": _rows(db_path),
             "db_bytes": os.path.getsize(db_path) if db_path and os.path.exists(db_path) else None}
 
@@ -89,6 +93,12 @@ def per_event(before, after, events):
         role = ROLES.get(name, "other")
         cpu[role] = cpu.get(role, 0) + ticks - before["ticks"].get(name, 0)
     cpu_us = {role: round(t / HZ * 1e6 / events, 1) for role, t in sorted(cpu.items())}
+    # A thread that ended between the snapshots took its bytes along: "other" may be short.
+    written = {}
+    for name, b in after.get("thread_write_bytes", {}).items():
+        role = ROLES.get(name, "other")
+        written[role] = written.get(role, 0) + b - before.get("thread_write_bytes", {}).get(name, 0)
+    written = {role: round(b / events) for role, b in sorted(written.items()) if b}
     rows = {t: round((n - before["rows"].get(t, 0)) / events, 2)
             for t, n in after["rows"].items() if n != before["rows"].get(t, 0)}
     commits = (None if after["commits"] is None or before["commits"] is None
@@ -99,6 +109,7 @@ def per_event(before, after, events):
             "cpu_us_by_role": cpu_us,
             "cpu_us_total": round(sum(cpu.values()) / HZ * 1e6 / events, 1),
             "disk_bytes_written": round((after["write_bytes"] - before["write_bytes"]) / events),
+            "disk_bytes_written_by_role": written,
             "write_syscalls": round((after["syscw"] - before["syscw"]) / events, 2),
             "commits": commits,
             "rows_added": rows,
@@ -116,6 +127,8 @@ def markdown(cost, title):
         lines.append(f"| CPU, {role} | {us:,.1f} µs |")
     lines += [f"| CPU, whole process | {cost['cpu_us_total']:,.1f} µs |",
               f"| bytes written to disk (`/proc/PID/io` write_bytes) | {cost['disk_bytes_written']:,} |",
+              *[f"| bytes written, {role} | {b:,} |" for role, b in
+                sorted(cost.get("disk_bytes_written_by_role", {}).items(), key=lambda kv: -kv[1])],
               f"| write system calls | {cost['write_syscalls']} |",
               f"| store commits (intake group commits fsync) | {cost['commits']} |",
               f"| rows added | {cost['rows_added_total']} "

@@ -14,15 +14,10 @@ std::vector<result<void>> sqlite_store::record_attempts(const std::vector<attemp
     }
     std::promise<std::vector<result<void>>> promise;
     auto future = promise.get_future();
-    {
-        std::unique_lock lock(queue_mu_);
-        if (stopping_) {
-            return std::vector<result<void>>(recs.size(), make_error_code(errc::shutting_down));
-        }
-        queue_.push_back(queued_attempts{&recs, &promise});
-        queued_rows_ += recs.size();
+    queued_write w = queued_attempts{&recs, &promise};
+    if (!enqueue_write(w)) {
+        return std::vector<result<void>>(recs.size(), make_error_code(errc::shutting_down));
     }
-    queue_cv_.notify_one();
     return future.get();
 }
 
@@ -97,13 +92,11 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
             .bind(9, run.updated_at);
         WB_TRY(ins.run());
         // A new run's log is empty: its sequences are known (0, 1, ...), no MAX() lookup.
-        std::int64_t next_sequence = 0;
-        const bool outbound = outbound_possible_.load();
-        WB_TRY(insert_new_run_event(c, run.id, next_sequence++, codec::event_delivery_attempted,
-                                    payload, {}, rec.attempt_event_id, rec.at, outbound));
-        WB_TRY(insert_new_run_event(c, run.id, next_sequence++, codec::event_run_started,
-                                    rec.run_started_payload_json, rec.attempt_event_id,
-                                    rec.run_started_event_id, rec.at, outbound));
+        std::vector<new_run_event> log;
+        log.reserve(2 + rec.extra_run_events.size());
+        log.push_back({codec::event_delivery_attempted, payload, {}, rec.attempt_event_id});
+        log.push_back({codec::event_run_started, rec.run_started_payload_json,
+                       rec.attempt_event_id, rec.run_started_event_id});
         for (std::size_t i = 0; i < rec.extra_run_events.size(); ++i) {
             std::string id =
                 i < rec.extra_run_event_ids.size() ? rec.extra_run_event_ids[i] : std::string{};
@@ -111,9 +104,9 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
                 id = rec.run_started_event_id + "." + std::to_string(i + 1);
             }
             const auto& [type, extra_payload] = rec.extra_run_events[i];
-            WB_TRY(insert_new_run_event(c, run.id, next_sequence++, type, extra_payload, {}, id,
-                                        rec.at, outbound));
+            log.push_back({type, extra_payload, {}, std::move(id)});
         }
+        WB_TRY(insert_new_run_log(c, run.id, log, rec.at, outbound_possible_.load()));
         auto upd = c.prepare("UPDATE deliveries SET status = 'delivered', attempts = ?2, "
                              "lease_until = 0, updated_at = ?3, last_error = '', "
                              "run_id = ?4 WHERE id = ?1");

@@ -61,10 +61,22 @@ result<std::vector<delivery>> sqlite_store::claim_due(millis now, int limit, mil
     if (limit <= 0) {
         return std::vector<delivery>{};
     }
-    // A claim needs no fsync of its own: if it is lost, the delivery is simply pending again
-    // (nothing started without a later, fsynced record_attempt, and a WAL fsync covers every
-    // frame before it).
-    return write_transaction_unsynced([&]() -> result<std::vector<delivery>> {
+    // Queued to the writer: the claim shares the group commit of the intakes and attempt records
+    // queued with it, so the rows it marks are written once per commit, not in a transaction of
+    // their own. A claim needs no fsync of its own (run_batch commits a batch of claims alone
+    // without one): if it is lost, the delivery is simply pending again (nothing started without a
+    // later, fsynced record_attempt, and a WAL fsync covers every frame before it).
+    std::promise<result<std::vector<delivery>>> promise;
+    auto future = promise.get_future();
+    queued_write w = queued_claim{now, limit, lease_ms, &promise};
+    if (!enqueue_write(w)) {
+        return errc::shutting_down;
+    }
+    return future.get();
+}
+
+result<std::vector<delivery>> sqlite_store::claim_locked(millis now, int limit, millis lease_ms) {
+    {
         struct candidate {
             std::int64_t seq;
             delivery d;
@@ -157,7 +169,7 @@ result<std::vector<delivery>> sqlite_store::claim_due(millis now, int limit, mil
             out.push_back(std::move(c.d));
         }
         return out;
-    });
+    }
 }
 
 result<std::vector<std::pair<std::string, int>>> sqlite_store::active_with_room(millis now) {
@@ -176,7 +188,7 @@ result<std::vector<std::pair<std::string, int>>> sqlite_store::active_with_room(
 result<std::string> sqlite_store::delivery_content(const std::string& delivery_id) {
     return read_transaction([&]() -> result<std::string> {
         auto st =
-            reader_->prepare("SELECT content_json FROM delivery_contents WHERE delivery_id = ?1");
+            reader_->prepare("SELECT content_json FROM deliveries WHERE id = ?1");
         st.bind(1, delivery_id);
         return read_found_row(st, [](const statement& row) { return row.text(0); });
     });
@@ -188,7 +200,7 @@ sqlite_store::delivery_contents(const std::vector<std::string>& delivery_ids) {
         std::map<std::string, std::string> out;
         for (const auto& id : delivery_ids) {
             auto one = reader_->prepare(
-                "SELECT content_json FROM delivery_contents WHERE delivery_id = ?1");
+                "SELECT content_json FROM deliveries WHERE id = ?1");
             one.bind(1, id);
             auto row = one.step();
             if (!row) {

@@ -3,19 +3,29 @@
 
 namespace wopbridge::sqlite_detail {
 
-void sqlite_store::intake(intake_request req, intake_callback done) {
-    {
-        std::unique_lock lock(queue_mu_);
-        if (!stopping_) {
-            queue_.push_back(queued_intake{std::move(req), std::move(done)});
-            ++queued_rows_;
-            lock.unlock();
-            queue_cv_.notify_one();
-            return;
-        }
+bool sqlite_store::enqueue_write(queued_write& w) {
+    std::unique_lock lock(queue_mu_);
+    if (stopping_) {
+        return false;
     }
-    if (done) {
-        done(errc::shutting_down);
+    queued_rows_ += rows_of(w);
+    queue_.push_back(std::move(w));
+    // Inside a commit window the writer waits for a full batch, not for each arrival.
+    const bool wake = !writer_in_window_ || queued_rows_ >= static_cast<std::size_t>(max_batch_);
+    lock.unlock();
+    if (wake) {
+        queue_cv_.notify_one();
+    }
+    return true;
+}
+
+void sqlite_store::intake(intake_request req, intake_callback done) {
+    queued_write w = queued_intake{std::move(req), std::move(done)};
+    if (enqueue_write(w)) {
+        return;
+    }
+    if (auto& cb = std::get<queued_intake>(w).done) {
+        cb(errc::shutting_down);
     }
 }
 
@@ -73,10 +83,11 @@ result<intake_outcome> sqlite_store::intake_locked(const intake_request& req) {
             return intake_outcome{intake_status::duplicate, orig.text(0), orig.text(1)};
         }
     }
+    // The content is stored once, in its delivery's row (migration 10).
     auto dlv =
         c.prepare("INSERT INTO deliveries (id, subscription_id, tenant, dedup_key, run_id, status, "
-                  "attempts, due_at, lease_until, received_at, updated_at, last_error) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?8, '')");
+                  "attempts, due_at, lease_until, received_at, updated_at, last_error, "
+                  "content_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?8, '', ?9)");
     dlv.bind(1, req.delivery_id)
         .bind(2, req.subscription_id)
         .bind(3, req.tenant)
@@ -84,12 +95,9 @@ result<intake_outcome> sqlite_store::intake_locked(const intake_request& req) {
         .bind(5, req.run_id)
         .bind(6, codec::name_of(req.hold ? delivery_status::held : delivery_status::pending))
         .bind(7, req.due_at)
-        .bind(8, req.received_at);
+        .bind(8, req.received_at)
+        .bind(9, req.content_json);
     WB_TRY(dlv.run());
-    auto content =
-        c.prepare("INSERT INTO delivery_contents (delivery_id, content_json) VALUES (?1, ?2)");
-    content.bind(1, req.delivery_id).bind(2, req.content_json);
-    WB_TRY(content.run());
     return intake_outcome{req.hold ? intake_status::held : intake_status::accepted, req.delivery_id,
                           req.run_id};
 }
@@ -105,6 +113,15 @@ void sqlite_store::writer_loop() {
             if (queue_.empty()) {
                 return; // stopping, and drained
             }
+            const auto full = [&] {
+                return stopping_ || queued_rows_ >= static_cast<std::size_t>(max_batch_);
+            };
+            if (commit_window_.count() > 0 && !full() &&
+                std::chrono::steady_clock::now() - last_batch_end_ < commit_window_) {
+                writer_in_window_ = true;
+                queue_cv_.wait_for(lock, commit_window_, full);
+                writer_in_window_ = false;
+            }
             std::size_t rows = 0;
             while (!queue_.empty() &&
                    (batch.empty() || rows < static_cast<std::size_t>(max_batch_))) {
@@ -116,6 +133,7 @@ void sqlite_store::writer_loop() {
         }
         results.clear();
         run_batch(batch, results);
+        last_batch_end_ = std::chrono::steady_clock::now();
         for (std::size_t i = 0; i < batch.size(); ++i) {
             if (auto* in = std::get_if<queued_intake>(&batch[i])) {
                 intake_requests_.fetch_add(1);
@@ -128,8 +146,10 @@ void sqlite_store::writer_loop() {
                     // A throwing callback must not take the writer (and every later intake)
                     // down.
                 }
+            } else if (auto* a = std::get_if<queued_attempts>(&batch[i])) {
+                a->done->set_value(std::move(results[i].attempts));
             } else {
-                std::get<queued_attempts>(batch[i]).done->set_value(std::move(results[i].attempts));
+                std::get<queued_claim>(batch[i]).done->set_value(std::move(results[i].claimed));
             }
         }
     }
@@ -142,40 +162,91 @@ std::size_t sqlite_store::rows_of(const queued_write& w) {
     return 1;
 }
 
+bool sqlite_store::run_units(const std::vector<queued_write>& batch,
+                             std::vector<write_outcome>& results, bool savepoints) {
+    const auto unit = [&](auto&& body) -> decltype(body()) {
+        return savepoints ? in_savepoint(body) : body();
+    };
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (const auto* in = std::get_if<queued_intake>(&batch[i])) {
+            results[i].intake = unit([&] { return intake_locked(in->req); });
+            if (!savepoints && !results[i].intake) {
+                return false;
+            }
+            continue;
+        }
+        if (const auto* cl = std::get_if<queued_claim>(&batch[i])) {
+            results[i].claimed = unit([&] { return claim_locked(cl->now, cl->limit, cl->lease_ms); });
+            if (!savepoints && !results[i].claimed) {
+                return false;
+            }
+            continue;
+        }
+        const auto& recs = *std::get<queued_attempts>(batch[i]).recs;
+        results[i].attempts.reserve(recs.size());
+        for (const auto& rec : recs) {
+            results[i].attempts.push_back(unit([&]() -> result<void> {
+                if (rec.attempt.outcome == attempt_outcome::delivered && !rec.run) {
+                    return errc::invalid_argument;
+                }
+                return record_attempt_locked(rec);
+            }));
+            if (!savepoints && !results[i].attempts.back()) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 void sqlite_store::run_batch(const std::vector<queued_write>& batch,
                              std::vector<write_outcome>& results) {
     std::lock_guard lock(write_mu_);
     connection& c = *writer_;
     results.resize(batch.size());
     boost::system::error_code failed;
+    // Claims alone need no fsync (claim_due); anything else in the batch makes it FULL.
+    const bool claims_only = std::all_of(batch.begin(), batch.end(), [](const queued_write& w) {
+        return std::holds_alternative<queued_claim>(w);
+    });
     if (damage_.seen()) {
         // Nothing more is written into a file known to be damaged (damage()).
         failed = errc::store_unavailable;
+    } else if (auto r = claims_only ? c.exec("PRAGMA synchronous=NORMAL") : result<void>{}; !r) {
+        failed = r.error();
     } else if (auto r = c.exec("BEGIN IMMEDIATE"); !r) {
         rollback_if_open(c);
         failed = r.error();
     } else {
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            if (const auto* in = std::get_if<queued_intake>(&batch[i])) {
-                results[i].intake = in_savepoint([&] { return intake_locked(in->req); });
-                continue;
-            }
-            const auto& recs = *std::get<queued_attempts>(batch[i]).recs;
-            results[i].attempts.reserve(recs.size());
-            for (const auto& rec : recs) {
-                results[i].attempts.push_back(in_savepoint([&]() -> result<void> {
-                    if (rec.attempt.outcome == attempt_outcome::delivered && !rec.run) {
-                        return errc::invalid_argument;
-                    }
-                    return record_attempt_locked(rec);
-                }));
+        // Optimistic first: no savepoint per unit (each one costs statements, and a copy of
+        // every page the unit touches into the sub-journal). A unit that fails undoes the whole
+        // attempt, and the batch runs again with a savepoint per unit, so only the failing unit
+        // is left out, exactly as if it had run alone.
+        if (!run_units(batch, results, false)) {
+            rollback_if_open(c);
+            results.assign(batch.size(), write_outcome{});
+            if (auto r = c.exec("BEGIN IMMEDIATE"); !r) {
+                rollback_if_open(c);
+                failed = r.error();
+            } else {
+                run_units(batch, results, true);
             }
         }
-        if (!c.in_transaction()) {
-            failed = errc::store_unavailable;
-        } else if (auto r = c.exec("COMMIT"); !r) {
+        if (!failed && !c.in_transaction()) {
+            failed = errc::store_unavailable; // an I/O error rolled it all back under us
+        } else if (!failed) {
+            if (auto r = c.exec("COMMIT"); !r) {
+                failed = r.error();
+                rollback_if_open(c);
+            }
+        }
+    }
+    if (claims_only) {
+        // Back to FULL before anything else commits. If even that fails, no later commit could
+        // be acknowledged as fsynced: the store stops writing (as for a damaged file).
+        if (auto r = c.exec("PRAGMA synchronous=FULL"); !r) {
+            damage_.note(SQLITE_ERROR, "cannot restore PRAGMA synchronous=FULL after a claim");
             failed = r.error();
-            rollback_if_open(c);
         }
     }
     for (const auto& w : batch) {
@@ -190,9 +261,10 @@ void sqlite_store::run_batch(const std::vector<queued_write>& batch,
         for (std::size_t i = 0; i < batch.size(); ++i) {
             if (std::holds_alternative<queued_intake>(batch[i])) {
                 results[i].intake = failed;
+            } else if (const auto* a = std::get_if<queued_attempts>(&batch[i])) {
+                results[i].attempts.assign(a->recs->size(), failed);
             } else {
-                const auto n = std::get<queued_attempts>(batch[i]).recs->size();
-                results[i].attempts.assign(n, failed);
+                results[i].claimed = failed;
             }
         }
         return;

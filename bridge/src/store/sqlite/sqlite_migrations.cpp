@@ -2,6 +2,8 @@
 #include "store/migration_runner.hpp"
 
 #include <array>
+#include <span>
+#include <string>
 
 namespace wopbridge::sqlite {
 namespace {
@@ -10,7 +12,7 @@ using store_codec::migration;
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 9> migrations{{
+constexpr std::array<migration, 10> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -262,6 +264,83 @@ CREATE TABLE replay_job_items (
     {9, R"sql(
 CREATE INDEX IF NOT EXISTS runs_by_tenant_created ON runs (tenant, created_at, id);
 )sql"},
+    // 10: the lean write path. Every commit writes each B-tree page it touched once more into the
+    // WAL; appends to a rowid table split at the right edge cheaply (a new page), while index and
+    // WITHOUT ROWID B-trees rebalance siblings. So: the content lives in its delivery row (no
+    // second table keyed by the delivery id); deliveries' seq is a plain rowid (AUTOINCREMENT
+    // rewrote sqlite_sequence at every intake; seq still only grows while rows remain); a run's
+    // row is keyed by its id alone (WITHOUT ROWID: no rowid and id index both), and only running
+    // runs are indexed by status (all that list_runs_with_status is asked for); run events are a
+    // rowid table in arrival order (WITHOUT ROWID rebalanced pages of ~200-byte rows keyed by
+    // random run ids) with a (run_id, sequence) index and the event id's unique index (the store
+    // contract: a repeated event id is refused). Old tables are dropped child first, so no
+    // ON DELETE CASCADE fires.
+    {10, R"sql(
+CREATE TABLE deliveries_v10 (
+    seq             INTEGER PRIMARY KEY,
+    id              TEXT NOT NULL UNIQUE,
+    subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    tenant          TEXT NOT NULL,
+    dedup_key       TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          INTEGER NOT NULL,
+    lease_until     INTEGER NOT NULL DEFAULT 0,
+    received_at     INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    last_error      TEXT NOT NULL DEFAULT '',
+    content_json    TEXT NOT NULL
+);
+INSERT INTO deliveries_v10 (seq, id, subscription_id, tenant, dedup_key, run_id, status, attempts,
+                            due_at, lease_until, received_at, updated_at, last_error, content_json)
+    SELECT d.seq, d.id, d.subscription_id, d.tenant, d.dedup_key, d.run_id, d.status, d.attempts,
+           d.due_at, d.lease_until, d.received_at, d.updated_at, d.last_error,
+           COALESCE(c.content_json, '')
+    FROM deliveries d LEFT JOIN delivery_contents c ON c.delivery_id = d.id ORDER BY d.seq;
+DROP TABLE delivery_contents;
+DROP TABLE deliveries;
+ALTER TABLE deliveries_v10 RENAME TO deliveries;
+CREATE INDEX deliveries_by_subscription ON deliveries (subscription_id, seq);
+CREATE INDEX deliveries_by_subscription_status_due
+    ON deliveries (subscription_id, status, due_at, seq);
+
+CREATE TABLE runs_v10 (
+    id              TEXT PRIMARY KEY,
+    tenant          TEXT NOT NULL,
+    workflow_id     TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    delivery_id     TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    upstream_run_id TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO runs_v10 SELECT id, tenant, workflow_id, subscription_id, delivery_id, status,
+                            upstream_run_id, created_at, updated_at FROM runs;
+CREATE TABLE run_events_v10 (
+    seq          INTEGER PRIMARY KEY,
+    run_id       TEXT NOT NULL REFERENCES runs_v10 (id) ON DELETE CASCADE,
+    sequence     INTEGER NOT NULL,
+    event_id     TEXT NOT NULL,
+    type         TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    timestamp    INTEGER NOT NULL,
+    causation_id TEXT
+);
+INSERT INTO run_events_v10 (run_id, sequence, event_id, type, payload_json, timestamp,
+                            causation_id)
+    SELECT run_id, sequence, event_id, type, payload_json, timestamp, causation_id
+    FROM run_events ORDER BY timestamp, run_id, sequence;
+DROP TABLE run_events;
+DROP TABLE runs;
+ALTER TABLE runs_v10 RENAME TO runs;
+ALTER TABLE run_events_v10 RENAME TO run_events;
+CREATE INDEX runs_running ON runs (created_at, id) WHERE status = 'running';
+CREATE INDEX runs_by_tenant_created ON runs (tenant, created_at, id);
+CREATE UNIQUE INDEX run_events_by_run ON run_events (run_id, sequence);
+CREATE UNIQUE INDEX run_events_by_event_id ON run_events (event_id);
+)sql"},
 }};
 
 result<int> current_version(connection& conn) {
@@ -320,6 +399,17 @@ int latest_schema_version() noexcept {
 result<void> migrate(connection& conn, std::string& why) {
     schema db{conn};
     return store_codec::run_migrations(db, migrations, opening, why);
+}
+
+result<void> migrate_to(connection& conn, int version, std::string& why) {
+    if (version < 1 || version > latest_schema_version()) {
+        why = "no schema version " + std::to_string(version);
+        return errc::invalid_argument;
+    }
+    schema db{conn};
+    return store_codec::run_migrations(
+        db, std::span<const migration>(migrations.data(), static_cast<std::size_t>(version)),
+        opening, why);
 }
 
 } // namespace wopbridge::sqlite

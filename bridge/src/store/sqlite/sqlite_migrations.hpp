@@ -16,4 +16,8 @@ int latest_schema_version() noexcept;
 // (so a read-only file still opens).
 result<void> migrate(connection& conn, std::string& why);
 
+// Brings a database to `version` only (an earlier release's schema): for the tests that open a
+// store written by a previous release.
+result<void> migrate_to(connection& conn, int version, std::string& why);
+
 } // namespace wopbridge::sqlite

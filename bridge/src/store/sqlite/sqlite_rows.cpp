@@ -80,19 +80,35 @@ result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
     return sequence;
 }
 
-// The event at a known `sequence` of a run created in this transaction. `outbound`: false when
-// no outbound webhook exists, so there is no outbox row to write.
-result<void> insert_new_run_event(connection& c, const std::string& run_id, std::int64_t sequence,
-                                  std::string_view type, const std::string& payload,
-                                  const std::string& causation_id, const std::string& event_id,
-                                  millis at, bool outbound) {
-    auto st = c.prepare("INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, "
-                        "timestamp, causation_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    st.bind(1, run_id).bind(2, sequence).bind(3, event_id).bind(4, type).bind(5, payload);
-    st.bind(6, at).bind_or_null(7, causation_id);
+result<void> insert_new_run_log(connection& c, const std::string& run_id,
+                                const std::vector<new_run_event>& events, millis at,
+                                bool outbound) {
+    if (events.empty()) {
+        return {};
+    }
+    // One statement text per row count (a run starts with 2-4 events), each cached prepared.
+    std::string sql = "INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, "
+                      "timestamp, causation_id) VALUES ";
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        const auto b = std::to_string(i * 6 + 2);
+        sql += i == 0 ? "(" : ", (";
+        sql += "?1, " + std::to_string(i) + ", ?" + b + ", ?" + std::to_string(i * 6 + 3) + ", ?" +
+               std::to_string(i * 6 + 4) + ", ?" + std::to_string(i * 6 + 5) + ", ?" +
+               std::to_string(i * 6 + 6) + ")";
+    }
+    auto st = c.prepare(sql.c_str());
+    st.bind(1, run_id);
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        const int b = static_cast<int>(i * 6 + 2);
+        const auto& e = events[i];
+        st.bind(b, e.event_id).bind(b + 1, e.type).bind(b + 2, e.payload).bind(b + 3, at);
+        st.bind_or_null(b + 4, e.causation_id);
+    }
     WB_TRY(st.run());
     if (outbound) {
-        WB_TRY(sqlite::outbound::enqueue(c, run_id, sequence, at));
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            WB_TRY(sqlite::outbound::enqueue(c, run_id, static_cast<std::int64_t>(i), at));
+        }
     }
     return {};
 }

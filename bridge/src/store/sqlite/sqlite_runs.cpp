@@ -107,6 +107,13 @@ result<void> sqlite_store::update_run_status(const std::string& run_id, run_stat
 
 result<std::vector<run_record>> sqlite_store::list_runs_with_status(run_status status) {
     return read_transaction([&]() -> result<std::vector<run_record>> {
+        // Running runs (what a restart resumes) through the partial index runs_running (its
+        // WHERE must appear literally); any other status is a scan.
+        if (status == run_status::running) {
+            auto st = reader_->prepare("SELECT " WB_RUN_COLS " FROM runs WHERE status = "
+                                       "'running' ORDER BY created_at, id");
+            return collect_rows(st, read_run);
+        }
         auto st = reader_->prepare("SELECT " WB_RUN_COLS
                                    " FROM runs WHERE status = ?1 ORDER BY created_at, id");
         st.bind(1, codec::name_of(status));

@@ -14,9 +14,10 @@ namespace wopbridge::sqlite_detail {
 
 sqlite_store::sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<connection> reader,
                            std::unique_ptr<connection> checkpointer, int max_batch,
-                           int checkpoint_pages)
+                           int checkpoint_pages, std::chrono::microseconds commit_window)
     : writer_(std::move(writer)), reader_(std::move(reader)),
       checkpointer_(std::move(checkpointer)), max_batch_(std::max(1, max_batch)),
+      commit_window_(std::max(std::chrono::microseconds(0), commit_window)),
       checkpoint_pages_(std::max(1, checkpoint_pages)) {
     for (auto* c : {writer_.get(), reader_.get(), checkpointer_.get()}) {
         c->watch_damage(&damage_);
@@ -426,7 +427,8 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
     }
     return std::unique_ptr<store>(std::make_unique<sqlite_store>(
         std::move(*writer), std::move(*reader), std::move(*checkpointer),
-        opts.group_commit_max_batch, opts.checkpoint_pages));
+        opts.group_commit_max_batch, opts.checkpoint_pages,
+        std::chrono::microseconds(opts.commit_window_us)));
 }
 
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts) {

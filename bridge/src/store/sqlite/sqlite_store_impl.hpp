@@ -68,12 +68,18 @@ result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
                                       std::string_view type, const std::string& payload,
                                       const std::string& causation_id, const std::string& event_id,
                                       millis at);
-// The event at a known `sequence` of a run created in this transaction. `outbound`: false when
-// no outbound webhook exists, so there is no outbox row to write.
-result<void> insert_new_run_event(connection& c, const std::string& run_id, std::int64_t sequence,
-                                  std::string_view type, const std::string& payload,
-                                  const std::string& causation_id, const std::string& event_id,
-                                  millis at, bool outbound);
+// The first events of a run created in this transaction, at sequences 0, 1, ... in one
+// multi-row INSERT. `outbound`: false when no outbound webhook exists, so there is no outbox row
+// to write.
+struct new_run_event {
+    std::string_view type;
+    std::string_view payload;
+    std::string_view causation_id;
+    std::string event_id;
+};
+result<void> insert_new_run_log(connection& c, const std::string& run_id,
+                                const std::vector<new_run_event>& events, millis at,
+                                bool outbound);
 result<std::int64_t> insert_subscription_event(connection& c, const std::string& subscription_id,
                                                std::string_view type, const std::string& payload,
                                                const std::string& causation_id,
@@ -86,7 +92,8 @@ result<void> apply_state_change(connection& c, const state_change& change,
 class sqlite_store final : public store {
   public:
     sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<connection> reader,
-                 std::unique_ptr<connection> checkpointer, int max_batch, int checkpoint_pages);
+                 std::unique_ptr<connection> checkpointer, int max_batch, int checkpoint_pages,
+                 std::chrono::microseconds commit_window);
     ~sqlite_store() override;
 
     // ---- subscriptions ----
@@ -233,10 +240,18 @@ class sqlite_store final : public store {
         const std::vector<attempt_record>* recs;
         std::promise<std::vector<result<void>>>* done;
     };
-    using queued_write = std::variant<queued_intake, queued_attempts>;
+    // A caller of claim_due waits on `done`.
+    struct queued_claim {
+        millis now;
+        int limit;
+        millis lease_ms;
+        std::promise<result<std::vector<delivery>>>* done;
+    };
+    using queued_write = std::variant<queued_intake, queued_attempts, queued_claim>;
     struct write_outcome {
         result<intake_outcome> intake = make_error_code(errc::internal);
         std::vector<result<void>> attempts;
+        result<std::vector<delivery>> claimed = make_error_code(errc::internal);
     };
     void rollback_if_open(connection& c);
 
@@ -244,21 +259,6 @@ class sqlite_store final : public store {
     template <class F> auto write_transaction(F&& body) -> decltype(body()) {
         std::lock_guard lock(write_mu_);
         return transaction_locked(body);
-    }
-
-    // The same without an fsync at its COMMIT (synchronous=NORMAL for this one transaction):
-    // only for writes whose loss at a crash is harmless (claims: a lost lease leaves the delivery
-    // pending). The next fsynced commit makes it durable along with everything before it.
-    template <class F> auto write_transaction_unsynced(F&& body) -> decltype(body()) {
-        std::lock_guard lock(write_mu_);
-        if (auto r = writer_->exec("PRAGMA synchronous=NORMAL"); !r) {
-            return r.error();
-        }
-        auto out = transaction_locked(body);
-        if (auto r = writer_->exec("PRAGMA synchronous=FULL"); !r && out) {
-            return r.error();
-        }
-        return out;
     }
 
     template <class F> auto transaction_locked(F& body) -> decltype(body()) {
@@ -305,12 +305,15 @@ class sqlite_store final : public store {
 
     // Inside the batch transaction and its own savepoint.
     result<intake_outcome> intake_locked(const intake_request& req);
+    result<std::vector<delivery>> claim_locked(millis now, int limit, millis lease_ms);
 
-    // Group commit: everything queued (intakes and attempt records, up to max_batch_ rows) goes
-    // into one transaction, each intake and each attempt record in its own savepoint; one COMMIT
-    // (one fsync), then every answer.
+    // Group commit: everything queued (intakes, attempt records and claims, up to max_batch_
+    // rows) goes into one transaction, each unit in its own savepoint; one COMMIT (one fsync,
+    // none for a batch of claims alone), then every answer.
     void writer_loop();
     static std::size_t rows_of(const queued_write& w);
+    // Queues one unit for the writer (moved from only when queued); false when stopping.
+    bool enqueue_write(queued_write& w);
 
     // One unit of the batch in its own savepoint: kept when `body` succeeds, undone when it fails.
     template <class F> auto in_savepoint(F&& body) -> decltype(body()) {
@@ -335,6 +338,10 @@ class sqlite_store final : public store {
     }
 
     void run_batch(const std::vector<queued_write>& batch, std::vector<write_outcome>& results);
+    // Every unit of the batch into the open transaction; without savepoints it stops at the
+    // first unit that fails and answers false (the caller rolls back and runs it again with).
+    bool run_units(const std::vector<queued_write>& batch, std::vector<write_outcome>& results,
+                   bool savepoints);
 
     // ---- checkpoints, off the writer's commit ----
     // The writer's WAL hook replaces SQLite's autocheckpoint (which would copy pages back into the
@@ -363,7 +370,10 @@ class sqlite_store final : public store {
     std::deque<queued_write> queue_;
     std::size_t queued_rows_ = 0;
     bool stopping_ = false;
+    bool writer_in_window_ = false; // the writer waits out a commit window: wake it only when full
     const int max_batch_;
+    const std::chrono::microseconds commit_window_;
+    std::chrono::steady_clock::time_point last_batch_end_{}; // the writer thread's own
     std::atomic<bool> outbound_possible_{true}; // an outbound webhook exists (or may)
     std::atomic<std::uint64_t> commits_{0};
     std::atomic<std::uint64_t> intake_batches_{0};

@@ -144,7 +144,7 @@ TEST_F(SqliteStoreTest, RefusesNewerSchemaWithAClearReason) {
     EXPECT_NE(why.message.find("newer"), std::string::npos) << why.message;
 }
 
-TEST_F(SqliteStoreTest, ContentIsKeptOutOfTheDeliveryRow) {
+TEST_F(SqliteStoreTest, ContentIsStoredOnceInItsOwnColumn) {
     auto s = open_sqlite_store(sqlite_options{path()});
     ASSERT_TRUE(s);
     subscription sub;
@@ -167,9 +167,9 @@ TEST_F(SqliteStoreTest, ContentIsKeptOutOfTheDeliveryRow) {
                    "last_error, 'PAYLOAD-MARKER') > 0");
     ASSERT_TRUE(st.step().value());
     EXPECT_EQ(st.int64(0), 0);
-    auto content = c->prepare("SELECT COUNT(*) FROM delivery_contents WHERE delivery_id = 'dlv_1'");
+    auto content = c->prepare("SELECT content_json FROM deliveries WHERE id = 'dlv_1'");
     ASSERT_TRUE(content.step().value());
-    EXPECT_EQ(content.int64(0), 1);
+    EXPECT_EQ(content.text(0), r.content_json);
 }
 
 TEST_F(SqliteStoreTest, FullDatabaseAnswersStoreUnavailableAndKeepsNothing) {
