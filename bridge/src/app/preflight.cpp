@@ -95,6 +95,7 @@ result<std::unique_ptr<store>> open_configured_store(const config& c, bool creat
     sqlite_options so;
     so.path = c.store.sqlite_path;
     so.init = init;
+    so.commit_window_us = static_cast<int>(c.store.sqlite_commit_window_ms * 1000);
     return open_sqlite_store(so, why);
 }
 

@@ -72,6 +72,7 @@ struct store_config {
     std::string sqlite_path;  // absolute
     int sqlite_path_line = 0; // where store.sqlite.path is set (0: the default is used)
     int sqlite_path_column = 0;
+    millis sqlite_commit_window_ms = 1; // store.sqlite.commitWindow (sqlite_options)
     std::string postgres_url; // may hold credentials: never log
     millis node_timeout_ms = 10000; // store.postgres.nodeTimeout: a silent node's claims are freed
 };

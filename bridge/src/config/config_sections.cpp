@@ -204,7 +204,14 @@ void read_store(reader& r, const YAML::Node& n, config& c) {
         return;
     }
     if (reader::present(sq) && r.expect_map(sq, "store.sqlite")) {
-        r.check_keys(sq, "store.sqlite", {"path"});
+        r.check_keys(sq, "store.sqlite", {"path", "commitWindow"});
+        // Longer than a fraction of the 2xx latency budget buys nothing more: the batch fills.
+        if (r.duration(sq, "commitWindow", "store.sqlite", c.store.sqlite_commit_window_ms) &&
+            c.store.sqlite_commit_window_ms > 50) {
+            r.error(sq["commitWindow"].Mark(),
+                    "store.sqlite.commitWindow: at most 50ms (every acknowledgement waits for it "
+                    "under load; 0 turns it off)");
+        }
         std::string p;
         if (r.str(sq, "path", "store.sqlite", p, false, true)) {
             c.store.sqlite_path = r.resolve(p);

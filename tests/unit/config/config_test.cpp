@@ -232,6 +232,20 @@ TEST_F(ConfigTest, PostgresStoreIsParsed) {
     EXPECT_THAT(e, ::testing::Contains(HasSubstr("store.postgres.nodeTimeout: must be at least 3s")));
 }
 
+TEST_F(ConfigTest, SqliteCommitWindowIsParsedAndBounded) {
+    auto plain = parse(std::string(base) + "store: {sqlite: {path: x.db}}\n");
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain.value->store.sqlite_commit_window_ms, 1);
+    auto off = parse(std::string(base) + "store: {sqlite: {path: x.db, commitWindow: 0ms}}\n");
+    ASSERT_TRUE(off);
+    EXPECT_EQ(off.value->store.sqlite_commit_window_ms, 0);
+    auto tuned = parse(std::string(base) + "store: {sqlite: {path: x.db, commitWindow: 3ms}}\n");
+    ASSERT_TRUE(tuned);
+    EXPECT_EQ(tuned.value->store.sqlite_commit_window_ms, 3);
+    auto e = errors(std::string(base) + "store: {sqlite: {path: x.db, commitWindow: 1s}}\n");
+    EXPECT_THAT(e, ::testing::Contains(HasSubstr("store.sqlite.commitWindow: at most 50ms")));
+}
+
 TEST_F(ConfigTest, YamlSyntaxErrorHasItsMark) {
     auto e = errors("server:\n  listen: [1, 2\n");
     ASSERT_EQ(e.size(), 1u);

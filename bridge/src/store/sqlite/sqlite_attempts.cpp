@@ -50,8 +50,27 @@ result<void> sqlite_store::insert_dead_letter(const std::string& subscription_id
 
 result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
     connection& c = *writer_;
+    const delivery_attempt attempt = codec::recorded_attempt(rec);
+    const std::string payload = codec::attempt_payload_json(attempt);
     std::string reserved_run_id;
-    {
+    // The common case settles the row in one statement: this subscription's delivery, not yet
+    // settled, reserved at intake for this run. Anything else is told apart below.
+    bool settled = false;
+    if (attempt.outcome == attempt_outcome::delivered) {
+        auto upd = c.prepare("UPDATE deliveries SET status = 'delivered', attempts = ?2, "
+                             "lease_until = 0, updated_at = ?3, last_error = '' WHERE id = ?1 "
+                             "AND subscription_id = ?5 AND run_id = ?4 "
+                             "AND status IN ('pending', 'in_flight', 'held')");
+        upd.bind(1, rec.delivery_id)
+            .bind(2, attempt.attempt)
+            .bind(3, rec.at)
+            .bind(4, rec.run->id)
+            .bind(5, rec.subscription_id);
+        WB_TRY(upd.run());
+        settled = c.changes() == 1;
+        reserved_run_id = rec.run->id;
+    }
+    if (!settled) {
         auto st = c.prepare("SELECT status, subscription_id, run_id FROM deliveries WHERE id = ?1");
         st.bind(1, rec.delivery_id);
         auto row = st.step();
@@ -72,9 +91,6 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
         }
         reserved_run_id = st.text(2);
     }
-
-    const delivery_attempt attempt = codec::recorded_attempt(rec);
-    const std::string payload = codec::attempt_payload_json(attempt);
 
     switch (attempt.outcome) {
     case attempt_outcome::delivered: {
@@ -107,11 +123,13 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
             log.push_back({type, extra_payload, {}, std::move(id)});
         }
         WB_TRY(insert_new_run_log(c, run.id, log, rec.at, outbound_possible_.load()));
-        auto upd = c.prepare("UPDATE deliveries SET status = 'delivered', attempts = ?2, "
-                             "lease_until = 0, updated_at = ?3, last_error = '', "
-                             "run_id = ?4 WHERE id = ?1");
-        upd.bind(1, rec.delivery_id).bind(2, attempt.attempt).bind(3, rec.at).bind(4, run.id);
-        WB_TRY(upd.run());
+        if (!settled) {
+            auto upd = c.prepare("UPDATE deliveries SET status = 'delivered', attempts = ?2, "
+                                 "lease_until = 0, updated_at = ?3, last_error = '', "
+                                 "run_id = ?4 WHERE id = ?1");
+            upd.bind(1, rec.delivery_id).bind(2, attempt.attempt).bind(3, rec.at).bind(4, run.id);
+            WB_TRY(upd.run());
+        }
         if (run.id != reserved_run_id) {
             auto dd = c.prepare("UPDATE dedup SET run_id = ?1 "
                                 "WHERE subscription_id = ?2 AND delivery_id = ?3");

@@ -273,8 +273,10 @@ CREATE INDEX IF NOT EXISTS runs_by_tenant_created ON runs (tenant, created_at, i
     // runs are indexed by status (all that list_runs_with_status is asked for); run events are a
     // rowid table in arrival order (WITHOUT ROWID rebalanced pages of ~200-byte rows keyed by
     // random run ids) with a (run_id, sequence) index and the event id's unique index (the store
-    // contract: a repeated event id is refused). Old tables are dropped child first, so no
-    // ON DELETE CASCADE fires.
+    // contract: a repeated event id is refused). Runs are never deleted, so run_events has no
+    // foreign key (its check was one more lookup of the run per event, in the transaction that
+    // creates the run): appending to an existing run checks for it (insert_run_event). Old
+    // tables are dropped child first, so no ON DELETE CASCADE fires.
     {10, R"sql(
 CREATE TABLE deliveries_v10 (
     seq             INTEGER PRIMARY KEY,
@@ -320,7 +322,7 @@ INSERT INTO runs_v10 SELECT id, tenant, workflow_id, subscription_id, delivery_i
                             upstream_run_id, created_at, updated_at FROM runs;
 CREATE TABLE run_events_v10 (
     seq          INTEGER PRIMARY KEY,
-    run_id       TEXT NOT NULL REFERENCES runs_v10 (id) ON DELETE CASCADE,
+    run_id       TEXT NOT NULL,
     sequence     INTEGER NOT NULL,
     event_id     TEXT NOT NULL,
     type         TEXT NOT NULL,

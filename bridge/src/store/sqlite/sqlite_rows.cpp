@@ -65,6 +65,16 @@ result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
                                       std::string_view type, const std::string& payload,
                                       const std::string& causation_id, const std::string& event_id,
                                       millis at) {
+    // No foreign key on run_events (migration 10): an unknown run is refused here.
+    auto run = c.prepare("SELECT 1 FROM runs WHERE id = ?1");
+    run.bind(1, run_id);
+    auto found = run.step();
+    if (!found) {
+        return found.error();
+    }
+    if (!*found) {
+        return errc::not_found;
+    }
     auto st = c.prepare(
         "INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, timestamp, "
         "causation_id) SELECT ?1, COALESCE(MAX(sequence) + 1, 0), ?2, ?3, ?4, ?5, ?6 "
