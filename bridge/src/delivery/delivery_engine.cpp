@@ -1,10 +1,11 @@
 #include "delivery/delivery_engine.hpp"
-#include "core/thread_name.hpp"
 
 #include "contract/events.hpp"
 #include "contract/retry_schedule.hpp"
 #include "contract/state_machine.hpp"
 #include "core/ids.hpp"
+#include "core/thread_name.hpp"
+#include "delivery/claim_wait.hpp"
 #include "store/store.hpp"
 
 #include <boost/json.hpp>
@@ -53,8 +54,6 @@ std::string with_replay_of(const std::string& payload_json, const std::string& a
     return boost::json::serialize(v);
 }
 
-constexpr millis idle_wait_ms = 1000;     // longest wait: expired leases and probes are noticed
-constexpr millis busy_wait_floor_ms = 50; // due work that could not be claimed (paused, probing)
 constexpr millis day_ms = 24LL * 3600 * 1000;
 } // namespace
 
@@ -181,10 +180,8 @@ void delivery_engine::loop() {
                 continue; // more may be due
             }
         }
-        millis wait = idle_wait_ms;
-        if (auto next = store_.next_due_at(); next && next->has_value()) {
-            wait = std::clamp(**next - clock_.now_ms(), busy_wait_floor_ms, idle_wait_ms);
-        }
+        auto next = store_.next_due_at();
+        millis wait = claim_wait_ms(now, clock_.now_ms(), next ? *next : std::nullopt);
         {
             std::lock_guard lock(mutex_);
             for (auto& [_, ctx] : in_flight_) {
