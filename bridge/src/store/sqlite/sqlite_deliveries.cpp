@@ -76,100 +76,98 @@ result<std::vector<delivery>> sqlite_store::claim_due(millis now, int limit, mil
 }
 
 result<std::vector<delivery>> sqlite_store::claim_locked(millis now, int limit, millis lease_ms) {
-    {
-        struct candidate {
-            std::int64_t seq;
-            delivery d;
-            std::int64_t turn = 1; // the delivery's rank within its subscription
-        };
-        std::vector<candidate> picked;
-        // Reads up to `n` rows of `sql` (?1 subscription, ?2 now, ?3 n) into `into`.
-        auto collect = [&](const char* sql, const std::string& subscription, int n,
-                           std::vector<candidate>& into) -> result<void> {
-            auto st = writer_->prepare(sql);
-            st.bind(1, subscription).bind(2, now).bind(3, n);
-            return each_row(st, [&](const statement& row) -> result<void> {
-                auto d = read_delivery(row);
-                if (!d) {
-                    return d.error();
-                }
-                into.push_back({row.int64(11), std::move(*d)});
-                return {};
-            });
-        };
-        auto subscriptions = [&](const char* sql) -> result<std::vector<std::string>> {
-            auto st = writer_->prepare(sql);
-            st.bind(1, now);
-            return collect_rows(st, [](const statement& row) { return row.text(0); });
-        };
-        // Per subscription through the (subscription_id, status, due_at, seq) index: at most
-        // `limit` rows each, so a backlog costs a seek, not a scan and a sort.
-        auto active = active_with_room(now);
-        if (!active) {
-            return active.error();
-        }
-        // Round-robin across subscriptions (each one's oldest due delivery first, then each
-        // one's second, ...), in due order within a subscription: a subscription with a large
-        // due backlog (an always-failing workflow retrying) cannot take every slot ahead of the
-        // others' fresh deliveries.
-        for (const auto& [id, room] : *active) {
-            const int n = std::min(limit, room);
-            if (n <= 0) {
-                continue; // maxConcurrency attempts already in flight
+    struct candidate {
+        std::int64_t seq;
+        delivery d;
+        std::int64_t turn = 1; // the delivery's rank within its subscription
+    };
+    std::vector<candidate> picked;
+    // Reads up to `n` rows of `sql` (?1 subscription, ?2 now, ?3 n) into `into`.
+    auto collect = [&](const char* sql, const std::string& subscription, int n,
+                       std::vector<candidate>& into) -> result<void> {
+        auto st = writer_->prepare(sql);
+        st.bind(1, subscription).bind(2, now).bind(3, n);
+        return each_row(st, [&](const statement& row) -> result<void> {
+            auto d = read_delivery(row);
+            if (!d) {
+                return d.error();
             }
-            std::vector<candidate> own;
-            WB_TRY(collect(due_queries::due_pending_of_subscription, id, n, own));
-            WB_TRY(collect(due_queries::expired_leases_of_subscription, id, n, own));
-            std::sort(own.begin(), own.end(), [](const candidate& a, const candidate& b) {
+            into.push_back({row.int64(11), std::move(*d)});
+            return {};
+        });
+    };
+    auto subscriptions = [&](const char* sql) -> result<std::vector<std::string>> {
+        auto st = writer_->prepare(sql);
+        st.bind(1, now);
+        return collect_rows(st, [](const statement& row) { return row.text(0); });
+    };
+    // Per subscription through the (subscription_id, status, due_at, seq) index: at most
+    // `limit` rows each, so a backlog costs a seek, not a scan and a sort.
+    auto active = active_with_room(now);
+    if (!active) {
+        return active.error();
+    }
+    // Round-robin across subscriptions (each one's oldest due delivery first, then each
+    // one's second, ...), in due order within a subscription: a subscription with a large
+    // due backlog (an always-failing workflow retrying) cannot take every slot ahead of the
+    // others' fresh deliveries.
+    for (const auto& [id, room] : *active) {
+        const int n = std::min(limit, room);
+        if (n <= 0) {
+            continue; // maxConcurrency attempts already in flight
+        }
+        std::vector<candidate> own;
+        WB_TRY(collect(due_queries::due_pending_of_subscription, id, n, own));
+        WB_TRY(collect(due_queries::expired_leases_of_subscription, id, n, own));
+        std::sort(own.begin(), own.end(), [](const candidate& a, const candidate& b) {
+            return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
+        });
+        if (own.size() > static_cast<std::size_t>(n)) {
+            own.resize(static_cast<std::size_t>(n));
+        }
+        std::int64_t turn = 0;
+        for (auto& c : own) {
+            c.turn = ++turn;
+            picked.push_back(std::move(c));
+        }
+    }
+    // Half-open probes: one delivery per failed subscription whose probe time has come
+    // and which has no unexpired probe in flight.
+    auto probing = subscriptions(due_queries::probe_due_subscriptions);
+    if (!probing) {
+        return probing.error();
+    }
+    for (const auto& id : *probing) {
+        std::vector<candidate> first;
+        WB_TRY(collect(due_queries::due_pending_of_subscription, id, 1, first));
+        WB_TRY(collect(due_queries::expired_leases_of_subscription, id, 1, first));
+        if (first.empty()) {
+            continue;
+        }
+        auto best = std::min_element(
+            first.begin(), first.end(), [](const candidate& a, const candidate& b) {
                 return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
             });
-            if (own.size() > static_cast<std::size_t>(n)) {
-                own.resize(static_cast<std::size_t>(n));
-            }
-            std::int64_t turn = 0;
-            for (auto& c : own) {
-                c.turn = ++turn;
-                picked.push_back(std::move(c));
-            }
-        }
-        // Half-open probes: one delivery per failed subscription whose probe time has come
-        // and which has no unexpired probe in flight.
-        auto probing = subscriptions(due_queries::probe_due_subscriptions);
-        if (!probing) {
-            return probing.error();
-        }
-        for (const auto& id : *probing) {
-            std::vector<candidate> first;
-            WB_TRY(collect(due_queries::due_pending_of_subscription, id, 1, first));
-            WB_TRY(collect(due_queries::expired_leases_of_subscription, id, 1, first));
-            if (first.empty()) {
-                continue;
-            }
-            auto best = std::min_element(
-                first.begin(), first.end(), [](const candidate& a, const candidate& b) {
-                    return std::tie(a.d.due_at, a.seq) < std::tie(b.d.due_at, b.seq);
-                });
-            picked.push_back(std::move(*best));
-        }
-        std::sort(picked.begin(), picked.end(), [](const candidate& a, const candidate& b) {
-            return std::tie(a.turn, a.d.due_at, a.seq) < std::tie(b.turn, b.d.due_at, b.seq);
-        });
-        if (picked.size() > static_cast<std::size_t>(limit)) {
-            picked.resize(static_cast<std::size_t>(limit));
-        }
-        std::vector<delivery> out;
-        out.reserve(picked.size());
-        for (auto& c : picked) {
-            auto st = writer_->prepare("UPDATE deliveries SET status = 'in_flight', "
-                                       "lease_until = ?2, updated_at = ?3 WHERE seq = ?1");
-            st.bind(1, c.seq).bind(2, now + lease_ms).bind(3, now);
-            WB_TRY(st.run());
-            c.d.status = delivery_status::in_flight;
-            c.d.updated_at = now;
-            out.push_back(std::move(c.d));
-        }
-        return out;
+        picked.push_back(std::move(*best));
     }
+    std::sort(picked.begin(), picked.end(), [](const candidate& a, const candidate& b) {
+        return std::tie(a.turn, a.d.due_at, a.seq) < std::tie(b.turn, b.d.due_at, b.seq);
+    });
+    if (picked.size() > static_cast<std::size_t>(limit)) {
+        picked.resize(static_cast<std::size_t>(limit));
+    }
+    std::vector<delivery> out;
+    out.reserve(picked.size());
+    for (auto& c : picked) {
+        auto st = writer_->prepare("UPDATE deliveries SET status = 'in_flight', "
+                                   "lease_until = ?2, updated_at = ?3 WHERE seq = ?1");
+        st.bind(1, c.seq).bind(2, now + lease_ms).bind(3, now);
+        WB_TRY(st.run());
+        c.d.status = delivery_status::in_flight;
+        c.d.updated_at = now;
+        out.push_back(std::move(c.d));
+    }
+    return out;
 }
 
 result<std::vector<std::pair<std::string, int>>> sqlite_store::active_with_room(millis now) {
@@ -187,8 +185,7 @@ result<std::vector<std::pair<std::string, int>>> sqlite_store::active_with_room(
 
 result<std::string> sqlite_store::delivery_content(const std::string& delivery_id) {
     return read_transaction([&]() -> result<std::string> {
-        auto st =
-            reader_->prepare("SELECT content_json FROM deliveries WHERE id = ?1");
+        auto st = reader_->prepare("SELECT content_json FROM deliveries WHERE id = ?1");
         st.bind(1, delivery_id);
         return read_found_row(st, [](const statement& row) { return row.text(0); });
     });
@@ -199,8 +196,7 @@ sqlite_store::delivery_contents(const std::vector<std::string>& delivery_ids) {
     return read_transaction([&]() -> result<std::map<std::string, std::string>> {
         std::map<std::string, std::string> out;
         for (const auto& id : delivery_ids) {
-            auto one = reader_->prepare(
-                "SELECT content_json FROM deliveries WHERE id = ?1");
+            auto one = reader_->prepare("SELECT content_json FROM deliveries WHERE id = ?1");
             one.bind(1, id);
             auto row = one.step();
             if (!row) {

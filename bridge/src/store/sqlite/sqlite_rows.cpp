@@ -2,6 +2,9 @@
 #include "store/sqlite/sqlite_store_impl.hpp"
 #include "store/store_rows.hpp"
 
+#include <array>
+#include <string>
+
 namespace wopbridge::sqlite_detail {
 
 int clamp_limit(int limit) {
@@ -90,29 +93,39 @@ result<std::int64_t> insert_run_event(connection& c, const std::string& run_id,
     return sequence;
 }
 
+namespace {
+// The INSERT of `rows` run events at sequences 0..rows-1, six parameters a row.
+std::string new_run_log_sql(std::size_t rows) {
+    std::string sql = "INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, "
+                      "timestamp, causation_id) VALUES ";
+    for (std::size_t i = 0; i < rows; ++i) {
+        sql += (i == 0 ? "(?, " : ", (?, ") + std::to_string(i) + ", ?, ?, ?, ?, ?)";
+    }
+    return sql;
+}
+} // namespace
+
 result<void> insert_new_run_log(connection& c, const std::string& run_id,
                                 const std::vector<new_run_event>& events, millis at,
                                 bool outbound) {
     if (events.empty()) {
         return {};
     }
-    // One statement text per row count (a run starts with 2-4 events), each cached prepared.
-    std::string sql = "INSERT INTO run_events (run_id, sequence, event_id, type, payload_json, "
-                      "timestamp, causation_id) VALUES ";
+    // A run starts with 2-4 events: those texts are built once (and prepared once, cached).
+    static const std::array<std::string, 8> common = [] {
+        std::array<std::string, 8> texts;
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+            texts[i] = new_run_log_sql(i + 1);
+        }
+        return texts;
+    }();
+    const std::string rare = events.size() > common.size() ? new_run_log_sql(events.size()) : "";
+    auto st = c.prepare(rare.empty() ? common[events.size() - 1].c_str() : rare.c_str());
     for (std::size_t i = 0; i < events.size(); ++i) {
-        const auto b = std::to_string(i * 6 + 2);
-        sql += i == 0 ? "(" : ", (";
-        sql += "?1, " + std::to_string(i) + ", ?" + b + ", ?" + std::to_string(i * 6 + 3) + ", ?" +
-               std::to_string(i * 6 + 4) + ", ?" + std::to_string(i * 6 + 5) + ", ?" +
-               std::to_string(i * 6 + 6) + ")";
-    }
-    auto st = c.prepare(sql.c_str());
-    st.bind(1, run_id);
-    for (std::size_t i = 0; i < events.size(); ++i) {
-        const int b = static_cast<int>(i * 6 + 2);
+        const int b = static_cast<int>(i * 6 + 1);
         const auto& e = events[i];
-        st.bind(b, e.event_id).bind(b + 1, e.type).bind(b + 2, e.payload).bind(b + 3, at);
-        st.bind_or_null(b + 4, e.causation_id);
+        st.bind(b, run_id).bind(b + 1, e.event_id).bind(b + 2, e.type).bind(b + 3, e.payload);
+        st.bind(b + 4, at).bind_or_null(b + 5, e.causation_id);
     }
     WB_TRY(st.run());
     if (outbound) {
