@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace wopbridge::email {
@@ -102,10 +103,15 @@ smtp_server::smtp_server(smtp_server_config config, smtp_hooks hooks, deliver_fn
 
 smtp_server::~smtp_server() {
     stop(0);
+    std::list<session_thread> ended;
     {
         // Sessions may still be inside deliver(): the host always completes submits, so wait.
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return active_ == 0; });
+        ended.swap(sessions_);
+    }
+    for (auto& s : ended) {
+        s.thread.join();
     }
     if (ssl_ctx_ != nullptr) {
         SSL_CTX_free(static_cast<SSL_CTX*>(ssl_ctx_));
@@ -218,26 +224,55 @@ void smtp_server::accept_loop() {
         if (client < 0) {
             continue;
         }
-        {
-            std::lock_guard lock(mu_);
-            if (active_ >= config_.max_connections) {
-                static constexpr std::string_view busy = "421 4.3.2 too many connections\r\n";
-                [[maybe_unused]] auto n = ::send(client, busy.data(), busy.size(), MSG_NOSIGNAL);
-                ::close(client);
-                continue;
-            }
-            ++active_;
+        join_finished_sessions();
+        std::lock_guard lock(mu_);
+        if (active_ >= config_.max_connections) {
+            static constexpr std::string_view busy = "421 4.3.2 too many connections\r\n";
+            [[maybe_unused]] auto n = ::send(client, busy.data(), busy.size(), MSG_NOSIGNAL);
+            ::close(client);
+            continue;
         }
-        std::thread([this, client] {
-            try {
-                serve(client);
-            } catch (...) {
-                log_(3, R"({"event":"smtp.session_failed"})");
-            }
-            std::lock_guard lock(mu_);
+        ++active_;
+        // The thread takes the lock before it touches its slot, and the lock is held here until
+        // the slot holds the thread.
+        auto& slot = sessions_.emplace_back();
+        try {
+            slot.thread = std::thread([this, client, &slot] {
+                try {
+                    serve(client);
+                } catch (...) {
+                    log_(3, R"({"event":"smtp.session_failed"})");
+                }
+                std::lock_guard lock(mu_);
+                slot.done = true;
+                --active_;
+                cv_.notify_all();
+            });
+        } catch (const std::system_error&) {
+            // No thread to be had: the client is told to come back, as when full.
+            sessions_.pop_back();
             --active_;
-            cv_.notify_all();
-        }).detach();
+            static constexpr std::string_view busy = "421 4.3.2 cannot take a session now\r\n";
+            [[maybe_unused]] auto n = ::send(client, busy.data(), busy.size(), MSG_NOSIGNAL);
+            ::close(client);
+        }
+    }
+}
+
+void smtp_server::join_finished_sessions() {
+    std::list<session_thread> finished;
+    {
+        std::lock_guard lock(mu_);
+        for (auto it = sessions_.begin(); it != sessions_.end();) {
+            auto next = std::next(it);
+            if (it->done) {
+                finished.splice(finished.end(), sessions_, it);
+            }
+            it = next;
+        }
+    }
+    for (auto& s : finished) {
+        s.thread.join();
     }
 }
 
@@ -249,8 +284,8 @@ void smtp_server::serve(int fd) {
         return;
     }
     std::string buffer;
-    bool discarding = false;    // inside an overlong line, until its end
-    bool discarded_cr = false;  // the discarded part ended with CR (its LF may come next)
+    bool discarding = false;   // inside an overlong line, until its end
+    bool discarded_cr = false; // the discarded part ended with CR (its LF may come next)
     char chunk[16 * 1024];
     auto last_activity = steady_ms();
     while (true) {

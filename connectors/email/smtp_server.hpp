@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,8 +50,15 @@ class smtp_server {
 
   private:
     struct connection;
+    // A session's thread, joined (never detached): a thread still returning through this
+    // module's code when the host dlcloses it would crash the host.
+    struct session_thread {
+        std::thread thread;
+        bool done = false;
+    };
     void accept_loop();
     void serve(int fd);
+    void join_finished_sessions();
 
     smtp_server_config config_;
     smtp_hooks hooks_;
@@ -65,7 +73,8 @@ class smtp_server {
     std::mutex mu_;
     std::condition_variable cv_;
     std::size_t active_ = 0;
-    void* ssl_ctx_ = nullptr; // SSL_CTX*, kept opaque to keep OpenSSL out of the header
+    std::list<session_thread> sessions_; // guarded by mu_
+    void* ssl_ctx_ = nullptr;            // SSL_CTX*, kept opaque to keep OpenSSL out of the header
 };
 
 } // namespace wopbridge::email

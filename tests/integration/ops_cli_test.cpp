@@ -3,6 +3,7 @@
 
 #include "support/build_paths.hpp"
 #include "support/http_client.hpp"
+#include "support/local_server_process.hpp"
 #include "support/temp_dir.hpp"
 #include "support/webhook_signer.hpp"
 
@@ -73,16 +74,10 @@ protected:
                                   "  - {id: orders, source: webhook, workflowId: conformance-noop, "
                                   "signingSecret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}\n";
         log_ = dir_.file("serve.log");
-        pid_ = fork();
-        ASSERT_GE(pid_, 0);
-        if (pid_ == 0) {
-            int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            dup2(fd, 2);
-            dup2(fd, 1);
-            execl(WOPBRIDGE_PROGRAM, WOPBRIDGE_PROGRAM, "serve", "--config", config_.c_str(),
-                  static_cast<char*>(nullptr));
-            _exit(127);
-        }
+        testing::server_spawn request;
+        request.argv = {WOPBRIDGE_PROGRAM, "serve", "--config", config_};
+        request.output_file = log_;
+        ASSERT_EQ(testing::spawn_server(request, pid_), 0);
         // The bound port appears in a log line ("port":N); wait for it, bounded.
         std::regex port_re("\"port\"\\s*:\\s*([0-9]+)");
         testing::eventually(

@@ -1,9 +1,12 @@
 #include "support/child_process.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <poll.h>
+#include <spawn.h>
+#include <string_view>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,29 +20,49 @@ program_run run_program(const std::vector<std::string>& argv, int deadline_s,
     if (argv.empty() || ::pipe(out) != 0) {
         return run;
     }
-    pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(out[0]);
-        ::close(out[1]);
-        return run;
+    // Spawned, not forked: the test process has threads, and a forked child that allocates
+    // before exec (setenv, argv vectors) can deadlock on a lock another thread held at the fork.
+    std::vector<char*> args;
+    for (const auto& a : argv) {
+        args.push_back(const_cast<char*>(a.c_str()));
     }
-    if (pid == 0) {
-        ::dup2(out[1], 1);
-        if (with_stderr) {
-            ::dup2(out[1], 2);
+    args.push_back(nullptr);
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string_view entry(*e);
+        const bool replaced = std::any_of(env.begin(), env.end(), [&](const auto& kv) {
+            return entry.size() > kv.first.size() && entry.starts_with(kv.first) &&
+                   entry[kv.first.size()] == '=';
+        });
+        if (!replaced) {
+            env_text.emplace_back(entry);
         }
+    }
+    for (const auto& [name, value] : env) {
+        env_text.push_back(name + "=" + value);
+    }
+    std::vector<char*> envp;
+    for (auto& e : env_text) {
+        envp.push_back(e.data());
+    }
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    if (with_stderr) {
+        ::posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+    }
+    ::posix_spawn_file_actions_addclose(&actions, out[0]);
+    ::posix_spawn_file_actions_addclose(&actions, out[1]);
+    pid_t pid = -1;
+    const int spawned = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+    ::posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) {
+        // As a shell would answer a program it cannot run.
         ::close(out[0]);
         ::close(out[1]);
-        for (const auto& [name, value] : env) {
-            ::setenv(name.c_str(), value.c_str(), 1);
-        }
-        std::vector<char*> args;
-        for (const auto& a : argv) {
-            args.push_back(const_cast<char*>(a.c_str()));
-        }
-        args.push_back(nullptr);
-        ::execv(args[0], args.data());
-        ::_exit(127);
+        run.exit_code = 127;
+        return run;
     }
     ::close(out[1]);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);

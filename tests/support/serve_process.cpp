@@ -3,9 +3,11 @@
 #include "support/build_paths.hpp"
 #include "support/child_process.hpp"
 #include "support/eventually.hpp"
+#include "support/local_server_process.hpp"
 
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <regex>
@@ -28,9 +30,9 @@ std::string thread_backtraces(pid_t pid) {
     if (pid <= 0 || ::access("/usr/bin/gdb", X_OK) != 0) {
         return "(no gdb: no backtraces)";
     }
-    auto bt = run_program({"/usr/bin/gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex",
-                           "thread apply all bt"},
-                          60, {}, true);
+    auto bt = run_program(
+        {"/usr/bin/gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex", "thread apply all bt"},
+        60, {}, true);
     return "backtraces of pid " + std::to_string(pid) + ":\n" + bt.stdout_text;
 }
 
@@ -51,26 +53,18 @@ bool serve_process::start(const std::string& config_file, const std::string& log
                           int deadline_s) {
     log_ = log_file;
     url_.clear();
-    // Measured before the fork: a child quick enough to log its banner before the parent reads
+    // Measured before the spawn: a child quick enough to log its banner before the parent reads
     // the size would otherwise have that banner skipped.
     const std::size_t skip = read_text_file(log_file).size();
-    pid_ = ::fork();
-    if (pid_ < 0) {
-        error = "fork failed";
+    // Spawned, not forked: this test process has threads, and a forked child that allocates
+    // before exec can deadlock on a lock another thread held at the fork (seen under ASan).
+    server_spawn request;
+    request.argv = {WOPBRIDGE_PROGRAM, "serve", "--config", config_file};
+    request.argv.insert(request.argv.end(), extra_args.begin(), extra_args.end());
+    request.output_file = log_file;
+    if (const int rc = spawn_server(request, pid_); rc != 0) {
+        error = std::string("cannot start wopbridge serve: ") + std::strerror(rc);
         return false;
-    }
-    if (pid_ == 0) {
-        int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        std::vector<const char*> argv = {WOPBRIDGE_PROGRAM, "serve", "--config",
-                                         config_file.c_str()};
-        for (const auto& a : extra_args) {
-            argv.push_back(a.c_str());
-        }
-        argv.push_back(nullptr);
-        ::execv(WOPBRIDGE_PROGRAM, const_cast<char* const*>(argv.data()));
-        ::_exit(127);
     }
     // The startup banner carries "port":N. Several starts may append to one log: take the last.
     const std::regex port_re("\"event\":\"wopbridge.started\".*?\"port\":([0-9]+)");
@@ -96,8 +90,8 @@ bool serve_process::start(const std::string& config_file, const std::string& log
         return false;
     }
     if (!settled) {
-        error = "no startup line within the deadline:\n" + read_text_file(log_file) +
-                "\n" + thread_backtraces(pid_);
+        error = "no startup line within the deadline:\n" + read_text_file(log_file) + "\n" +
+                thread_backtraces(pid_);
         return false;
     }
     return true;
