@@ -27,5 +27,11 @@ function(wopbridge_add_connector name)
   target_link_libraries(${name} PRIVATE wopbridge::sdk ${ARG_LIBRARIES})
   target_link_options(${name} PRIVATE -Wl,--no-undefined)
   # A fixed lib/ (not the multiarch libdir): the executable looks in ../lib/wopbridge/connectors.
-  install(TARGETS ${name} LIBRARY DESTINATION lib/wopbridge/connectors COMPONENT runtime)
+  # In the wopbridge tree, WOPBRIDGE_CONNECTOR_COMPONENT puts a module in its own package.
+  if(DEFINED WOPBRIDGE_CONNECTOR_COMPONENT)
+    set(component ${WOPBRIDGE_CONNECTOR_COMPONENT})
+  else()
+    set(component runtime)
+  endif()
+  install(TARGETS ${name} LIBRARY DESTINATION lib/wopbridge/connectors COMPONENT ${component})
 endfunction()

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The packages as a user gets them (docs/packaging.md): builds the .debs from a build folder
-# (scripts/test.sh's, by default), installs them on this machine with apt (dpkg -i plus their
-# Debian dependencies), verifies the systemd unit, serves the installed config with the installed
-# binary as the service user, sends one signed webhook through it and reads its run back, builds
-# the example connector against the installed SDK and runs the conformance kit on it, then purges
-# both packages. Needs root (it installs packages). Usage: ./scripts/package-test.sh [build-dir]
+# (scripts/test.sh's, by default), checks them with lintian, installs them on this machine with apt
+# (dpkg -i plus their Debian dependencies), checks the runtime package comes without the broker
+# modules and that their own packages add them, verifies the systemd unit, serves the installed
+# config with the installed binary as the service user, sends one signed webhook through it and
+# reads its run back, builds the example connector against the installed SDK and runs the
+# conformance kit on it, then purges every package. Needs root (it installs packages).
+# Usage: ./scripts/package-test.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="$(cd "${1:-build}" && pwd)"
@@ -16,16 +18,32 @@ cpack --config "$build/CPackConfig.cmake" -B "$out" >/dev/null
 rm -rf "$out/_CPack_Packages"
 runtime=$(ls "$out"/wopbridge_*.deb)
 dev=$(ls "$out"/wopbridge-dev_*.deb)
-echo "package-test: built $(basename "$runtime") $(basename "$dev")"
+mapfile -t connector_debs < <(ls "$out"/wopbridge-connector-*_*.deb)
+[ "${#connector_debs[@]}" = 4 ] || { echo "package-test: expected 4 connector packages"; exit 1; }
+echo "package-test: built $(cd "$out" && echo *.deb)"
+
+# Debian's own checks: no lintian error or warning,
+# and the binaries hardened as Debian builds them (lintian's hardening-* tags are informational,
+# so they are failed on by name).
+command -v lintian >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends lintian >/dev/null
+lintian_out=$(lintian --allow-root --info --tag-display-limit 0 "$out"/*.deb 2>&1 || true)
+if printf '%s\n' "$lintian_out" | grep -E '^(E|W): |^I: [^ ]+ hardening-'; then
+    echo "package-test: lintian found the problems above"
+    exit 1
+fi
+echo "package-test: lintian clean (no errors, warnings or hardening gaps)"
 
 work=$(mktemp -d)
 cleanup() {
     [ -n "${pid:-}" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-    dpkg --purge wopbridge-dev wopbridge >/dev/null 2>&1 || true
+    dpkg --purge wopbridge-connector-kafka wopbridge-connector-nats wopbridge-connector-queue \
+        wopbridge-connector-rabbitmq wopbridge-dev wopbridge >/dev/null 2>&1 || true
     rm -rf /var/lib/wopbridge "$work"
 }
 trap cleanup EXIT
-dpkg --purge wopbridge-dev wopbridge >/dev/null 2>&1 || true
+dpkg --purge wopbridge-connector-kafka wopbridge-connector-nats wopbridge-connector-queue \
+    wopbridge-connector-rabbitmq wopbridge-dev wopbridge >/dev/null 2>&1 || true
 rm -rf /var/lib/wopbridge
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$runtime" "$dev" \
     >/dev/null
@@ -37,6 +55,17 @@ getent passwd wopbridge >/dev/null
 /usr/bin/wopbridge --version
 /usr/bin/wopbridge connectors | tee "$work/connectors.txt"
 grep -q '^slack ' "$work/connectors.txt"
+# Webhook-only: no broker module and no broker client library came with the runtime package.
+if grep -qE '^(kafka|nats|queue|rabbitmq) ' "$work/connectors.txt" ||
+    dpkg-query -W -f='${Depends}' wopbridge | grep -qE 'rdkafka|libnats|rabbitmq|hiredis'; then
+    echo "package-test: the runtime package carries a broker module or its library"
+    exit 1
+fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${connector_debs[@]}" >/dev/null
+/usr/bin/wopbridge connectors >"$work/connectors.txt"
+for m in kafka nats queue rabbitmq; do grep -q "^$m " "$work/connectors.txt"; done
+echo "package-test: the four broker modules install from their own packages"
 
 # As the unit runs it (User=, EnvironmentFile=, the installed config), on a free loopback port.
 set -a

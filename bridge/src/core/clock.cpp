@@ -30,7 +30,7 @@ std::string format_iso8601(millis t) {
     int ms = static_cast<int>(t - static_cast<millis>(secs) * 1000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char buf[40];
+    char buf[96]; // room for any int fields, so the compiler can prove no truncation
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
     return buf;

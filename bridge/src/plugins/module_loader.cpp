@@ -243,8 +243,15 @@ module_result<loaded_module> load_module(const std::string& path_or_name,
         }
         searched += searched.empty() ? candidate : ", " + candidate;
     }
-    return module_error{errc::not_found,
-                        (searched.empty() ? path_or_name + ".so" : searched) + ": not found"};
+    std::string hint;
+    // The modules that link a broker's client library come in packages of their own.
+    for (const char* separate : {"kafka", "nats", "queue", "rabbitmq"}) {
+        if (path_or_name == separate) {
+            hint = " (the Debian package wopbridge-connector-" + path_or_name + " installs it)";
+        }
+    }
+    return module_error{errc::not_found, (searched.empty() ? path_or_name + ".so" : searched) +
+                                             ": not found" + hint};
 }
 
 std::vector<module_listing> list_modules(const std::vector<std::string>& module_dirs) {

@@ -133,6 +133,20 @@ TEST_F(ModuleLoaderTest, RefusesAnUnknownNameNamingTheSearchedFile) {
     expect_one_line_naming(m.error(), test_module("absent"), "not found");
 }
 
+TEST_F(ModuleLoaderTest, AMissingBrokerModuleNamesThePackageThatInstallsIt) {
+    testing::temp_dir empty;
+    for (const std::string name : {"kafka", "nats", "queue", "rabbitmq"}) {
+        auto m = load_module(name, {empty.path().string()});
+        ASSERT_FALSE(m);
+        expect_one_line_naming(m.error(), (empty.path() / (name + ".so")).string(),
+                               "not found (the Debian package wopbridge-connector-" + name +
+                                   " installs it)");
+    }
+    auto other = load_module("absent", {empty.path().string()});
+    ASSERT_FALSE(other);
+    EXPECT_EQ(other.error().message.find("Debian package"), std::string::npos);
+}
+
 TEST_F(ModuleLoaderTest, RefusesAModuleWithoutTheEntrySymbol) {
     const auto path = test_module("no_entry_symbol");
     auto m = load_module(path);

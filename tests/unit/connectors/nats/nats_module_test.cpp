@@ -239,9 +239,13 @@ TEST_F(NatsModuleTest, RepeatedRefusalsBackOffAndResumeOnAcceptance) {
 TEST_F(NatsModuleTest, MessageRefusedAsInvalidIsSubmittedAgainWithoutPayload) {
     bring_up();
     harness_->set_submit_mode(submit_mode::refuse, "invalid");
+    // The first refusal is held back until the mode changed: the module answers it with its
+    // payload-less submit at once, and that one, refused too, would end the message.
+    harness_->pause_submit_completion();
     const auto seq = publish(R"({"n":1})");
     ASSERT_TRUE(harness_->wait_for_submits(1, 10s));
     harness_->set_submit_mode(submit_mode::accept);
+    harness_->resume_submit_completion();
     ASSERT_TRUE(eventually([&] { return submitted_with(id(seq), WB_SUBMIT_ACCEPTED); }));
     EXPECT_TRUE(eventually([&] { return all_acked(); }));
     auto submits = harness_->submits();
