@@ -349,7 +349,7 @@ std::string bridge::metrics_text_for(const std::optional<std::string>* scoped) {
             }
         }
     }
-    if (auto counts = m.st->delivery_stats(m.now())) {
+    if (auto counts = m.st->outstanding_work(m.now())) {
         subscription_delivery_stats total;
         m.metrics.clear("wopbridge_dead_letters_stored");
         for (const auto& c : *counts) {

@@ -91,6 +91,10 @@ public:
     // letters appear). A read: metrics gauges and the dashboard overview call it on every scrape /
     // refresh.
     virtual result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) = 0;
+    // The same counts of the work still to do (pending, due, in flight, held) and the unexpired
+    // dead letters, with delivered and dead_lettered left 0: index seeks per subscription, so the
+    // cost follows the outstanding work, never the stored history. The /metrics scrape calls it.
+    virtual result<std::vector<subscription_delivery_stats>> outstanding_work(millis now) = 0;
     // The deliveries of a subscription that hold these dedup keys (a dead letter's replay holds
     // "replay:<attemptEventId>"), by dedup key; keys without a delivery are absent.
     virtual result<std::map<std::string, delivery>>

@@ -84,6 +84,9 @@ public:
     result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override {
         return inner_->delivery_stats(now);
     }
+    result<std::vector<subscription_delivery_stats>> outstanding_work(millis now) override {
+        return inner_->outstanding_work(now);
+    }
     result<std::map<std::string, delivery>>
     deliveries_by_dedup_key(const std::string& id, const std::vector<std::string>& keys) override {
         return inner_->deliveries_by_dedup_key(id, keys);

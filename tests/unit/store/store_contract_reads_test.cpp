@@ -434,6 +434,31 @@ TEST_P(StoreContractTest, DeliveryStatsCountByStatusAndDueTime) {
     ASSERT_TRUE(after);
     EXPECT_EQ((*after)[0].dead_letters, 0);
     EXPECT_EQ((*after)[0].due, 2);
+
+    // The scrape's read gives the same work counts, without the history.
+    for (const millis at : {t0 + 10, t0 + 30, t0 + 100000}) {
+        auto all = store_->delivery_stats(at);
+        auto work = store_->outstanding_work(at);
+        ASSERT_TRUE(all && work) << "at " << at;
+        std::vector<subscription_delivery_stats> expected;
+        for (auto s : *all) {
+            s.delivered = 0;
+            s.dead_lettered = 0;
+            if (s.pending + s.in_flight + s.held + s.dead_letters > 0) {
+                expected.push_back(s);
+            }
+        }
+        ASSERT_EQ(work->size(), expected.size()) << "at " << at;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            const auto& w = (*work)[i];
+            const auto& e = expected[i];
+            EXPECT_EQ(w.subscription_id, e.subscription_id);
+            EXPECT_EQ(std::tie(w.pending, w.due, w.in_flight, w.held, w.dead_letters),
+                      std::tie(e.pending, e.due, e.in_flight, e.held, e.dead_letters))
+                << w.subscription_id << " at " << at;
+            EXPECT_EQ(w.delivered + w.dead_lettered, 0);
+        }
+    }
 }
 
 } // namespace

@@ -219,6 +219,41 @@ result<std::vector<subscription_delivery_stats>> postgres_store::delivery_stats(
     });
 }
 
+result<std::vector<subscription_delivery_stats>> postgres_store::outstanding_work(millis now) {
+    return read([&](connection& c) -> result<std::vector<subscription_delivery_stats>> {
+        // Ranges of deliveries_by_subscription_status_due per subscription: history is not read.
+        auto r = c.exec("SELECT s.id, "
+                        "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                        "AND d.status = 'pending'), "
+                        "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                        "AND d.status = 'pending' AND d.due_at <= $1), "
+                        "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                        "AND d.status = 'in_flight'), "
+                        "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                        "AND d.status = 'held'), "
+                        "(SELECT COUNT(*) FROM dead_letters x WHERE x.subscription_id = s.id "
+                        "AND x.expires_at > $1) "
+                        "FROM subscriptions s ORDER BY s.id",
+                        {p(static_cast<std::int64_t>(now))});
+        if (!r) {
+            return r.error();
+        }
+        std::vector<subscription_delivery_stats> out;
+        for (int i = 0; i < r->size(); ++i) {
+            subscription_delivery_stats s{.subscription_id = r->text(i, 0),
+                                          .pending = r->int64(i, 1),
+                                          .due = r->int64(i, 2),
+                                          .in_flight = r->int64(i, 3),
+                                          .held = r->int64(i, 4),
+                                          .dead_letters = r->int64(i, 5)};
+            if (s.pending + s.in_flight + s.held + s.dead_letters > 0) {
+                out.push_back(std::move(s));
+            }
+        }
+        return out;
+    });
+}
+
 result<std::optional<millis>> postgres_store::next_due_at() {
     return read([&](connection& c) -> result<std::optional<millis>> {
         auto r = c.exec(

@@ -148,6 +148,7 @@ class postgres_store final : public store {
     // is tried on its own, so the others still commit.
     std::vector<result<void>> record_attempts(const std::vector<attempt_record>& recs) override;
     result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override;
+    result<std::vector<subscription_delivery_stats>> outstanding_work(millis now) override;
     result<std::optional<millis>> next_due_at() override;
     result<page<delivery>> list_deliveries(const std::string& subscription_id,
                                            const page_request& req) override;

@@ -239,6 +239,40 @@ result<std::vector<subscription_delivery_stats>> sqlite_store::delivery_stats(mi
     });
 }
 
+result<std::vector<subscription_delivery_stats>> sqlite_store::outstanding_work(millis now) {
+    return read_transaction([&]() -> result<std::vector<subscription_delivery_stats>> {
+        // Each count is a range of deliveries_by_subscription_status_due: (subscription, status
+        // [, due_at]), so delivered and dead-lettered history is never read.
+        auto st =
+            reader_->prepare("SELECT s.id, "
+                             "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                             "AND d.status = 'pending'), "
+                             "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                             "AND d.status = 'pending' AND d.due_at <= ?1), "
+                             "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                             "AND d.status = 'in_flight'), "
+                             "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
+                             "AND d.status = 'held'), "
+                             "(SELECT COUNT(*) FROM dead_letters x WHERE x.subscription_id = s.id "
+                             "AND x.expires_at > ?1) "
+                             "FROM subscriptions s ORDER BY s.id");
+        st.bind(1, static_cast<std::int64_t>(now));
+        std::vector<subscription_delivery_stats> out;
+        WB_TRY(each_row(st, [&](const statement& row) {
+            subscription_delivery_stats s{.subscription_id = row.text(0),
+                                          .pending = row.int64(1),
+                                          .due = row.int64(2),
+                                          .in_flight = row.int64(3),
+                                          .held = row.int64(4),
+                                          .dead_letters = row.int64(5)};
+            if (s.pending + s.in_flight + s.held + s.dead_letters > 0) {
+                out.push_back(std::move(s));
+            }
+        }));
+        return out;
+    });
+}
+
 result<std::optional<millis>> sqlite_store::next_due_at() {
     return read_transaction([&]() -> result<std::optional<millis>> {
         auto st = reader_->prepare(due_queries::next_due_at);

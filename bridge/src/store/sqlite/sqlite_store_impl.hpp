@@ -141,6 +141,7 @@ class sqlite_store final : public store {
     result<std::map<std::string, std::string>>
     delivery_contents(const std::vector<std::string>& delivery_ids) override;
     result<std::vector<subscription_delivery_stats>> delivery_stats(millis now) override;
+    result<std::vector<subscription_delivery_stats>> outstanding_work(millis now) override;
     result<std::optional<millis>> next_due_at() override;
     result<page<delivery>> list_deliveries(const std::string& subscription_id,
                                            const page_request& req) override;
