@@ -16,6 +16,10 @@ install(FILES README.md CHANGELOG.md RELIABILITY.md
 # What Debian asks of every binary package's doc folder: a machine-readable copyright file naming
 # the license in /usr/share/common-licenses, and the Debian changelog, compressed reproducibly
 # (gzip -n: no name or time stamp). The manual page likewise.
+# Both are set before configure_file reads them: on a first configure a later set() would leave
+# the changelog's trailer line without a maintainer.
+set(WOPBRIDGE_PACKAGE_MAINTAINER "wopbridge developers <wopbridge@example.org>" CACHE STRING
+    "The Maintainer field of the .deb packages")
 set(WOPBRIDGE_RELEASE_DATE "Fri, 04 Dec 2026 00:00:00 +0000" CACHE STRING
     "The date of the release, in the Debian changelog (RFC 5322)")
 set(pkg_out ${PROJECT_BINARY_DIR}/packaging)
@@ -45,8 +49,6 @@ install(FILES ${pkg_out}/wopbridge.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime EXCLUDE_FROM_ALL
         FILES_MATCHING PATTERN "*.md" PATTERN images EXCLUDE)
 
-set(WOPBRIDGE_PACKAGE_MAINTAINER "wopbridge developers <wopbridge@example.org>" CACHE STRING
-    "The Maintainer field of the .deb packages")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME wopbridge)
 set(CPACK_PACKAGE_VENDOR wopbridge)
