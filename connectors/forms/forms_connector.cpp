@@ -365,6 +365,21 @@ class forms_connector final : public connector {
         send(shape, rep);
     }
 
+    // Answers 403 (and says so) unless the form token is valid.
+    bool token_accepted(request_shape& shape, const subscription_settings& s,
+                        const std::optional<std::string>& token) {
+        auto verdict = verify_form_token(
+            s.token_secret, s.id, token ? std::optional<std::string_view>(*token) : std::nullopt,
+            now_s());
+        if (verdict == token_verdict::valid) {
+            return true;
+        }
+        host_.log(log_level::info, std::string(R"({"event":"form.refused","reason":"token_)") +
+                                       std::string(to_string(verdict)) + "\"}");
+        finish_error(shape, 403, "forbidden", "form token missing, invalid or expired");
+        return false;
+    }
+
     void handle_post(const std::shared_ptr<request_shape>& shape, const http_request_view& r,
                      const subscription_settings& s) {
         auto body = r.body;
@@ -377,7 +392,23 @@ class forms_connector final : public connector {
         http::param_list fields;
         std::vector<http::multipart_part> file_parts;
         std::vector<http::form_part_info> file_infos;
+        // What a header or a scan can refuse is refused before the form is parsed: a forged post
+        // costs no more than reading it.
+        if (!origin_allowed(r.header("origin"), r.header("referer"), s.allowed_origins)) {
+            host_.log(log_level::info, R"({"event":"form.refused","reason":"origin_not_allowed"})");
+            finish_error(*shape, 403, "forbidden", "origin not allowed");
+            return;
+        }
         if (ct.value == "application/x-www-form-urlencoded") {
+            if (http::form_field_count(body) > cfg_.limits.max_parts) {
+                finish_error(*shape, 413, "payload_too_large",
+                             "the form has more fields than maxParts allows");
+                return;
+            }
+            if (!s.token_secret.empty() &&
+                !token_accepted(*shape, s, http::find_form_field(body, s.token_field))) {
+                return;
+            }
             auto parsed = parse_urlencoded(body);
             if (!parsed) {
                 finish_error(*shape, 400, "validation_error", "malformed urlencoded body");
@@ -424,21 +455,11 @@ class forms_connector final : public connector {
             return;
         }
 
-        if (!origin_allowed(r.header("origin"), r.header("referer"), s.allowed_origins)) {
-            host_.log(log_level::info, R"({"event":"form.refused","reason":"origin_not_allowed"})");
-            finish_error(*shape, 403, "forbidden", "origin not allowed");
-            return;
-        }
         if (!s.token_secret.empty()) {
-            auto token = field_value(fields, s.token_field);
-            auto verdict = verify_form_token(
-                s.token_secret, s.id,
-                token ? std::optional<std::string_view>(*token) : std::nullopt, now_s());
-            if (verdict != token_verdict::valid) {
-                host_.log(log_level::info,
-                          std::string(R"({"event":"form.refused","reason":"token_)") +
-                              std::string(to_string(verdict)) + "\"}");
-                finish_error(*shape, 403, "forbidden", "form token missing, invalid or expired");
+            // A multipart token was not checked above: finding it means parsing the parts
+            // (bounded by the multipart limits).
+            if (ct.value == "multipart/form-data" &&
+                !token_accepted(*shape, s, field_value(fields, s.token_field))) {
                 return;
             }
             remove_field(fields, s.token_field);

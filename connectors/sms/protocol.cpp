@@ -69,37 +69,51 @@ std::optional<std::string> alternate_port_form(std::string_view url) {
     return out;
 }
 
-std::optional<sms_request> parse_request(std::string_view content_type, std::string_view body,
-                                         std::string& error) {
+std::optional<sms_request> read_signed_part(std::string_view content_type, std::string_view body,
+                                            std::string& error, bool& too_many_fields) {
+    too_many_fields = false;
     sms_request r;
     const std::string media = http::media_type(content_type);
     if (media == "application/json") {
+        r.format = body_format::json; // signed as raw bytes (bodySHA256): nothing to parse yet
+        return r;
+    }
+    if (media != "application/x-www-form-urlencoded" && !media.empty()) {
+        error = "unsupported content type";
+        return std::nullopt;
+    }
+    if (http::form_field_count(body) > max_form_fields) {
+        too_many_fields = true;
+        error = "a Twilio request carries at most " + std::to_string(max_form_fields) +
+                " parameters";
+        return std::nullopt;
+    }
+    auto fields = http::parse_form_urlencoded(body);
+    if (!fields) {
+        error = "form body has a broken %-escape";
+        return std::nullopt;
+    }
+    r.params = std::move(*fields);
+    return r;
+}
+
+bool complete_request(sms_request& r, std::string_view body, std::string& error) {
+    if (r.format == body_format::json) {
         boost::system::error_code ec;
         r.body = boost::json::parse(body, ec);
         if (ec || !r.body.is_object()) {
             error = "body is not a JSON object";
-            return std::nullopt;
+            return false;
         }
-        r.format = body_format::json;
-    } else if (media == "application/x-www-form-urlencoded" || media.empty()) {
-        auto fields = http::parse_form_urlencoded(body);
-        if (!fields) {
-            error = "form body has a broken %-escape";
-            return std::nullopt;
-        }
+    } else {
         boost::json::object obj;
-        for (const auto& [name, value] : *fields) {
+        for (const auto& [name, value] : r.params) {
             if (!obj.contains(name)) {
                 obj[name] = value;
             }
         }
-        r.params = std::move(*fields);
         r.body = std::move(obj);
-    } else {
-        error = "unsupported content type";
-        return std::nullopt;
     }
-
     std::string sid = string_field(r.body, "MessageSid");
     if (sid.empty()) {
         sid = string_field(r.body, "SmsSid");
@@ -113,6 +127,16 @@ std::optional<sms_request> parse_request(std::string_view content_type, std::str
         r.provider_event_id = "status:" + sid + ":" + status;
     } else {
         r.provider_event_id = "sms:" + sid;
+    }
+    return true;
+}
+
+std::optional<sms_request> parse_request(std::string_view content_type, std::string_view body,
+                                         std::string& error) {
+    bool too_many = false;
+    auto r = read_signed_part(content_type, body, error, too_many);
+    if (!r || !complete_request(*r, body, error)) {
+        return std::nullopt;
     }
     return r;
 }

@@ -38,6 +38,15 @@ struct sms_request {
 };
 
 // Parses the body (form or JSON by content type). nullopt with a one-line `error` if malformed.
+// What the signature covers, and no more: the form's parameters (at most max_form_fields, counted
+// before any is built; too_many_fields says that was the refusal), or nothing for JSON, which is
+// signed as bytes. Then, once verified, complete_request builds the event's fields.
+inline constexpr std::size_t max_form_fields = 512; // Twilio sends a few dozen
+std::optional<sms_request> read_signed_part(std::string_view content_type, std::string_view body,
+                                            std::string& error, bool& too_many_fields);
+bool complete_request(sms_request& r, std::string_view body, std::string& error);
+
+// Both steps at once (tests, the fuzz target).
 std::optional<sms_request> parse_request(std::string_view content_type, std::string_view body,
                                          std::string& error);
 

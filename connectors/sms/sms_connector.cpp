@@ -54,14 +54,16 @@ void sms_connector::handle(request_handle& req, const http_request_view& r,
         return respond_error(req, 403, "signature_invalid",
                              verdict_message(sig::verdict::missing_header));
     }
-    // The form signature covers the decoded parameters, so parsing comes first; nothing parsed is
-    // used before the verdict.
+    // The form signature covers the decoded parameters, so those are read first (their count
+    // bounded before any is built); the event's fields only once the signature holds.
     std::string error;
-    auto parsed = parse_request(content_type, r.body, error);
+    bool too_many_fields = false;
+    auto parsed = read_signed_part(content_type, r.body, error, too_many_fields);
     if (!parsed) {
         host_.log(log_level::warn,
                   "sms: malformed request for subscription " + sub_id + ": " + error);
-        return respond_error(req, 400, "malformed_request", error);
+        return too_many_fields ? respond_error(req, 413, "payload_too_large", error)
+                               : respond_error(req, 400, "malformed_request", error);
     }
     const std::string url = signed_url(effective, r.public_url, r.target);
     const auto verdict = verify_request(effective, *parsed, url, r.body, signature);
@@ -69,6 +71,11 @@ void sms_connector::handle(request_handle& req, const http_request_view& r,
         host_.log(log_level::warn, "sms: request refused for subscription " + sub_id +
                                        ": signature " + std::string(sig::to_string(verdict)));
         return respond_error(req, 403, "signature_invalid", verdict_message(verdict));
+    }
+    if (!complete_request(*parsed, r.body, error)) {
+        host_.log(log_level::warn,
+                  "sms: malformed request for subscription " + sub_id + ": " + error);
+        return respond_error(req, 400, "malformed_request", error);
     }
 
     if (parsed->status_callback && effective.status_callbacks == status_callback_policy::ignore) {

@@ -156,6 +156,42 @@ std::optional<param_list> parse_form_urlencoded(std::string_view body) {
     return out;
 }
 
+std::size_t form_field_count(std::string_view body) noexcept {
+    std::size_t count = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= body.size(); ++i) {
+        if (i == body.size() || body[i] == '&') {
+            count += i > start ? 1 : 0;
+            start = i + 1;
+        }
+    }
+    return count;
+}
+
+std::optional<std::string> find_form_field(std::string_view body, std::string_view name) {
+    while (!body.empty()) {
+        const auto amp = body.find('&');
+        const std::string_view part = body.substr(0, amp);
+        const auto eq = part.find('=');
+        const std::string_view raw_name = part.substr(0, eq);
+        // Most names need no decoding; a decoded comparison only when an escape could match.
+        const bool may_match =
+            raw_name == name || raw_name.find_first_of("%+") != std::string_view::npos;
+        if (!part.empty() && may_match) {
+            auto decoded = percent_decode(raw_name, true);
+            if (decoded && *decoded == name) {
+                return percent_decode(
+                    eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1), true);
+            }
+        }
+        if (amp == std::string_view::npos) {
+            break;
+        }
+        body.remove_prefix(amp + 1);
+    }
+    return std::nullopt;
+}
+
 std::string format_form_urlencoded(const param_list& params) {
     std::string out;
     for (const auto& [name, value] : params) {

@@ -185,6 +185,29 @@ TEST_F(FormsServeTest, BrowserSubmitsTheExamplePageAndStartsOneRun) {
     EXPECT_EQ(read_text_file(dir_.file("attachments/" + ref.substr(4))), upload);
 }
 
+TEST_F(FormsServeTest, ForgedFloodsAreRefusedBeforeTheFormIsParsed) {
+    // Four million empty fields (8 MiB): a foreign origin is refused on its header, an allowed
+    // one on the field count (maxParts 50), neither by building the fields; nor is a forged
+    // token, read by a scan, allowed to cost the parse of a large body.
+    const long peak_before = proc_status_kib(serve_.pid(), "VmHWM");
+    std::string flood;
+    flood.reserve(8 << 20);
+    while (flood.size() < (8u << 20)) {
+        flood += "a&";
+    }
+    auto foreign = post_form("https://evil.example", flood, true);
+    EXPECT_EQ(foreign.status, 403) << foreign.body;
+    auto counted = post_form(page_origin_, flood, true);
+    EXPECT_EQ(counted.status, 413) << counted.body;
+    EXPECT_NE(counted.body.find("maxParts"), std::string::npos) << counted.body;
+    auto forged = post_form(page_origin_,
+                            "_token=1.2.3&message=" + std::string(6 << 20, 'm'), true);
+    EXPECT_EQ(forged.status, 403) << forged.body;
+    const long grown = proc_status_kib(serve_.pid(), "VmHWM") - peak_before;
+    EXPECT_LT(grown, 96 * 1024) << "peak memory grew by " << grown << " KiB";
+    EXPECT_TRUE(probe_->nothing_started(sub, 0));
+}
+
 TEST_F(FormsServeTest, ForeignOriginIsRefusedAndStartsNoRun) {
     const std::string token = token_for(page_origin_);
     ASSERT_FALSE(token.empty());

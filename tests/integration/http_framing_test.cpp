@@ -211,5 +211,96 @@ TEST_F(HttpFramingTest, AmbiguousFramingAnswers400ClosesAndNeverAnswersTheSmuggl
     EXPECT_TRUE(probe_->runs_started(sub, 1));
 }
 
+TEST_F(HttpFramingTest, MalformedChunkedBodiesAnswer400AndClose) {
+    // A client must be able to tell a refusal from a crash: every broken chunked framing gets
+    // the envelope, then the close (where the next request would start is unknown).
+    struct broken {
+        std::string body; // what follows the header's blank line
+        std::string what;
+    };
+    const std::vector<broken> cases = {
+        {"0x0\r\n\r\n", "size 0x0"},
+        {" 0\r\n\r\n", "size with a leading space"},
+        {"-1\r\n\r\n", "size -1"},
+        {"10000000000000000\r\n{}\r\n0\r\n\r\n", "17 hex digits"},
+        {"2\r\n{}\r\n0\n\r\n", "bare-LF last chunk"},
+        {"2\r\n{}\r\n0\r\n\n", "bare-LF end of trailer"},
+        {"2\r\n{}0\r\n\r\n", "chunk data without CRLF"},
+        {"2\r\n{}\r\n0\r\nContent-Length: 5\r\n\r\n", "a trailer carrying Content-Length"},
+        {"2\r\n{}\r\n0\r\nTransfer-Encoding: chunked\r\n\r\n",
+         "a trailer carrying Transfer-Encoding"},
+        {"2;a=\"\r\n\"\r\n{}\r\n0\r\n\r\n", "a quoted CRLF in an extension"},
+    };
+    for (const auto& b : cases) {
+        raw_connection c(port_);
+        ASSERT_TRUE(c.connected());
+        ASSERT_TRUE(c.send(signed_head("{}", fresh_webhook_id()) +
+                           "Transfer-Encoding: chunked\r\n\r\n" + b.body));
+        EXPECT_TRUE(c.read_until_closed(10s)) << b.what << ": the connection stayed open";
+        EXPECT_EQ(status_of(c.received()), 400) << b.what << ": " << c.received();
+        EXPECT_EQ(count_of(c.received(), "HTTP/1.1 "), 1u) << b.what << ": " << c.received();
+        auto v = envelope_of(c.received());
+        ASSERT_TRUE(v.is_object()) << b.what << ": " << c.received();
+        EXPECT_EQ(v.at("error"), "bad_request") << b.what;
+    }
+    EXPECT_TRUE(probe_->nothing_started(sub, 0));
+    // The server still takes a well-formed chunked body, with an extension and a plain trailer.
+    raw_connection c(port_);
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.send(signed_head("{}", fresh_webhook_id()) +
+                       "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                       "2;note=\"ok\"\r\n{}\r\n0\r\nX-Checksum: 1\r\n\r\n"));
+    c.read_until_closed(10s);
+    EXPECT_EQ(status_of(c.received()), 202) << c.received();
+    EXPECT_TRUE(probe_->runs_started(sub, 1));
+}
+
+TEST_F(HttpFramingTest, AMalformedWebhookHeaderIs400AndStillRecorded) {
+    // Correctly signed, but a webhook-id shorter than the contract's 16: the sender's request is
+    // malformed (400, naming the header), not forged (401); the refusal is recorded alike.
+    auto send = [this](const std::string& request) {
+        raw_connection c(port_);
+        EXPECT_TRUE(c.connected());
+        EXPECT_TRUE(c.send(request));
+        c.read_until_closed(10s);
+        return c.received();
+    };
+    const std::string body = R"({"order":2})";
+    auto short_id = send(signed_ingest(body, "msg_short", "Connection: close\r\n"));
+    EXPECT_EQ(status_of(short_id), 400) << short_id;
+    EXPECT_EQ(envelope_of(short_id).at("error"), "validation_error") << short_id;
+    EXPECT_NE(short_id.find("webhook-id"), std::string::npos) << short_id;
+    EXPECT_NE(short_id.find("X-Content-Type-Options: nosniff"), std::string::npos) << short_id;
+
+    std::string bad_ts = "POST /v1/ingest/orders HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                         "webhook-id: msg_0123456789abcdef0123\r\nwebhook-timestamp: 12ab\r\n"
+                         "webhook-signature: v1,AAAA\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body;
+    auto ts = send(bad_ts);
+    EXPECT_EQ(status_of(ts), 400) << ts;
+    EXPECT_NE(ts.find("webhook-timestamp"), std::string::npos) << ts;
+
+    // A forged signature on well-formed headers is still 401.
+    auto forged = send("POST /v1/ingest/orders HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       "webhook-id: msg_0123456789abcdef0124\r\nwebhook-timestamp: " +
+                       std::to_string(std::time(nullptr)) +
+                       "\r\nwebhook-signature: v1,AAAA\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n" + body);
+    EXPECT_EQ(status_of(forged), 401) << forged;
+
+    auto dead = json::parse(get("/v1/trigger-subscriptions/orders/dead-letters"));
+    EXPECT_EQ(dead.at("deliveries").as_array().size(), 3u) << dead;
+    auto subscription = json::parse(get("/v1/trigger-subscriptions/orders"));
+    EXPECT_EQ(subscription.at("subscription").at("state"), "active") << subscription;
+    EXPECT_TRUE(probe_->nothing_started(sub, 0));
+
+    // No answer of ours is left to content sniffing: JSON, text and the API's errors alike.
+    for (const std::string path : {"/healthz", "/metrics", "/v1/trigger-subscriptions/nope"}) {
+        auto r = send("GET " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hk_probe\r\n"
+                      "Connection: close\r\n\r\n");
+        EXPECT_NE(r.find("X-Content-Type-Options: nosniff"), std::string::npos) << path << r;
+    }
+}
+
 } // namespace
 } // namespace wopbridge::testing

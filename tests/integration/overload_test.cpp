@@ -38,17 +38,6 @@ constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 // 1-MiB-capable ingests with 8 requests in flight stays under this, whatever the offered load.
 constexpr long peak_rss_bound_kib = 160 * 1024;
 
-long status_kib(pid_t pid, const std::string& field) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind(field + ":", 0) == 0) {
-            return std::stol(line.substr(field.size() + 1));
-        }
-    }
-    return -1;
-}
-
 class OverloadTest : public ::testing::Test {
   protected:
     void write_config(const std::string& extra_server, const std::string& extra_sub = "") {
@@ -100,7 +89,7 @@ TEST_F(OverloadTest, AFloodPastTheInFlightBoundIsAnsweredFast503sWithBoundedMemo
     write_config(", maxInFlightRequests: 8, threads: 2");
     serve_process serve;
     ASSERT_TRUE(serve.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log"))) << serve.error;
-    const long rss_before = status_kib(serve.pid(), "VmRSS");
+    const long rss_before = proc_status_kib(serve.pid(), "VmRSS");
 
     // 256 KiB bodies: a server that queued them without limit would hold hundreds of MiB.
     std::string body = R"({"pad":")" + std::string(256 * 1024, 'x') + R"("})";
@@ -132,7 +121,7 @@ TEST_F(OverloadTest, AFloodPastTheInFlightBoundIsAnsweredFast503sWithBoundedMemo
     for (auto& t : threads) {
         t.join();
     }
-    const long peak = status_kib(serve.pid(), "VmHWM");
+    const long peak = proc_status_kib(serve.pid(), "VmHWM");
     EXPECT_TRUE(bad.empty()) << bad.size() << " unexpected answers, first: " << bad.front();
     EXPECT_GT(statuses[202], 0);
     ASSERT_GT(statuses[503], 0) << "the flood never reached the bound";

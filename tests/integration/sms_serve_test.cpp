@@ -131,6 +131,30 @@ TEST_F(SmsServeTest, BadSignaturesAreRefusedAndStartNoRun) {
     EXPECT_EQ(probe_->ingest_count(sub, "accepted"), 0);
 }
 
+TEST_F(SmsServeTest, AForgedFloodOfFieldsIsRefusedBeforeItIsParsed) {
+    // 8 MiB of four million empty fields with a forged signature: refused on the field count,
+    // before one is built (parsing them all cost +190 MiB of peak memory).
+    const long peak_before = proc_status_kib(serve_.pid(), "VmHWM");
+    std::string body;
+    body.reserve(8 << 20);
+    while (body.size() < (8u << 20)) {
+        body += "a&";
+    }
+    http_call c;
+    c.method = "POST";
+    c.url = serve_.url() + "/v1/ingest/" + sub;
+    c.headers = {{"content-type", "application/x-www-form-urlencoded"},
+                 {"x-twilio-signature", "Zm9yZ2VkLXNpZ25hdHVyZS0wMDAwMA=="}};
+    c.body = body;
+    auto r = perform(c);
+    EXPECT_EQ(r.status, 413) << r.body;
+    EXPECT_NE(r.body.find("payload_too_large"), std::string::npos) << r.body;
+    // The body is held a few times over (read, handed to the module); never per field.
+    const long grown = proc_status_kib(serve_.pid(), "VmHWM") - peak_before;
+    EXPECT_LT(grown, 96 * 1024) << "peak memory grew by " << grown << " KiB";
+    EXPECT_TRUE(probe_->nothing_started(sub, 0));
+}
+
 TEST_F(SmsServeTest, IgnoredStatusCallbackIsAnsweredWithoutARun) {
     params status = {{"MessageSid", "SM00000000000000000000000000000004"},
                      {"MessageStatus", "delivered"},

@@ -127,4 +127,15 @@ serve_process::~serve_process() {
     }
 }
 
+long proc_status_kib(pid_t pid, const std::string& field) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind(field + ":", 0) == 0) {
+            return std::stol(line.substr(field.size() + 1));
+        }
+    }
+    return -1;
+}
+
 } // namespace wopbridge::testing

@@ -33,6 +33,9 @@ private:
 
 std::string read_text_file(const std::string& path);
 
+// A /proc/PID/status figure in KiB ("VmRSS", "VmHWM" = peak resident), or -1.
+long proc_status_kib(pid_t pid, const std::string& field);
+
 // Every thread's stack of a live process (gdb -batch), for a test's failure message.
 std::string thread_backtraces(pid_t pid);
 

@@ -267,6 +267,12 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
             return;
         }
         metrics.increment("wopbridge_dead_letters_total", {{"reason", "verification_failed"}});
+        // Recorded alike (RFC 0230 §C.1: a malformed post is a refused ingest); a header not of
+        // its form is the sender's request error, so it is told which one.
+        if (!v.malformed_header.empty()) {
+            done(status_only(submit_status::invalid, v.malformed_header));
+            return;
+        }
         done(status_only(submit_status::signature_invalid, "signature verification failed"));
         return;
     }

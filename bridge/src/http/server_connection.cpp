@@ -2,6 +2,7 @@
 // limits, in-flight slots, timeouts), handing each request to the handler, writing its reply or
 // stream, and the lingering close after an error.
 
+#include "http/chunked_check.hpp"
 #include "http/error_mapping.hpp"
 #include "http/request_framing.hpp"
 #include "http/server_impl.hpp"
@@ -15,6 +16,9 @@ namespace {
 bhttp::response<bhttp::string_body> to_beast(const http_response& r, bool keep_alive) {
     bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), 11};
     res.set(bhttp::field::server, "wopbridge");
+    // No response of ours is meant to be sniffed into another type (a JSON error echoing a
+    // field name read as HTML, say).
+    res.set("X-Content-Type-Options", "nosniff");
     for (const auto& [k, v] : r.headers) {
         res.set(k, v);
     }
@@ -34,6 +38,20 @@ http_response bad_framing() {
     return error_response(400, "bad_request",
                           "ambiguous request framing: only one Content-Length, or "
                           "Transfer-Encoding: chunked alone, is accepted");
+}
+
+http_response bad_chunked_body() {
+    return error_response(400, "bad_request",
+                          "malformed chunked body: chunk sizes are 1 to 16 hex digits, every line "
+                          "ends in CRLF, and a trailer carries no framing field");
+}
+
+// A parse error in the body, as opposed to the peer leaving (end_of_stream, partial_message) or
+// an I/O error or timeout, where there is no one to answer.
+bool is_malformed_body(const boost::system::error_code& ec) {
+    return ec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
+           ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message &&
+           ec != bhttp::error::need_more && ec != bhttp::error::need_buffer;
 }
 
 http_response too_large(std::size_t limit) {
@@ -147,7 +165,35 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
             const auto hard_deadline = body_start + opts.body_timeout;
             std::uint64_t received = 0;
             boost::system::error_code ec;
+            // The bytes are read here and handed to the parser (what bhttp::async_read_some does)
+            // so the strict chunked check sees each one first; `checked` counts the buffered bytes
+            // it has already read.
+            chunked_check strict;
+            std::size_t checked = 0;
             while (!parser.is_done()) {
+                if (framing->kind == body_framing::chunked) {
+                    std::string_view buffered(static_cast<const char*>(buffer.data().data()),
+                                              buffer.size());
+                    if (strict.feed(buffered.substr(checked)) ==
+                        chunked_check::verdict::malformed) {
+                        ec = bhttp::error::bad_chunk;
+                        break;
+                    }
+                    checked = buffered.size();
+                }
+                if (buffer.size() > 0) {
+                    boost::system::error_code put_ec;
+                    const auto used = parser.put(buffer.data(), put_ec);
+                    buffer.consume(used);
+                    checked -= std::min(checked, used);
+                    if (!put_ec) {
+                        continue;
+                    }
+                    if (put_ec != bhttp::error::need_more) {
+                        ec = put_ec;
+                        break;
+                    }
+                }
                 auto deadline = hard_deadline;
                 if (opts.min_body_bytes_per_second > 0) {
                     deadline = std::min(
@@ -156,15 +202,24 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
                                           received * 1000 / opts.min_body_bytes_per_second));
                 }
                 lowest.expires_at(deadline);
-                auto [e, n] = co_await bhttp::async_read_some(stream, buffer, parser, use_tuple);
+                auto [e, n] = co_await stream.async_read_some(buffer.prepare(65536), use_tuple);
                 if (e) {
-                    ec = e;
+                    ec = e == net::error::eof ? bhttp::error::partial_message : e;
                     break;
                 }
+                buffer.commit(n);
                 received += n;
             }
             if (ec == bhttp::error::body_limit) {
                 auto res = too_large(limit);
+                co_await write_response(stream, res, false);
+                lingering_close = true;
+                co_return;
+            }
+            if (ec && is_malformed_body(ec)) {
+                // The client is still there and its framing is broken: say so, then close (where
+                // the next request would start is unknown).
+                auto res = bad_chunked_body();
                 co_await write_response(stream, res, false);
                 lingering_close = true;
                 co_return;
@@ -220,6 +275,7 @@ net::awaitable<void> server::impl::serve_requests(Stream& stream, beast::flat_bu
         bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(ex->stream_head->status),
                                                 11};
         head.set(bhttp::field::server, "wopbridge");
+        head.set("X-Content-Type-Options", "nosniff");
         for (const auto& [k, v] : ex->stream_head->headers) {
             head.set(k, v);
         }

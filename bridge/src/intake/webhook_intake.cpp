@@ -71,6 +71,11 @@ webhook_verification verify_webhook(verification_mode mode, const std::vector<st
     if (!v.verified) {
         v.refusal = std::string(sig::to_string(verdict));
         v.refused = mode == verification_mode::required;
+        if (v.refused && v.webhook_id.empty() && id && !id->empty()) {
+            v.malformed_header = "the webhook-id header must match ^[A-Za-z0-9_-]{16,128}$";
+        } else if (v.refused && ts && !ts->empty() && !sig::parse_unix_seconds(*ts)) {
+            v.malformed_header = "the webhook-timestamp header must be Unix seconds";
+        }
     }
     return v;
 }

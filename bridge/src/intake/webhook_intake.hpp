@@ -17,6 +17,9 @@ struct webhook_verification {
     bool verified = false;   // the signature checked out
     std::string webhook_id;  // the sender's webhook-id when present and well-formed, else empty
     std::string refusal;     // content-free reason (a sig::verdict name)
+    // When refused because a header is present but not of its form (a request error, answered
+    // 400 rather than 401): what the sender must fix, content-free.
+    std::string malformed_header;
 };
 
 // Header lookup by lower-case name; the first occurrence wins.

@@ -40,6 +40,12 @@ std::string percent_encode(std::string_view text, bool space_as_plus = false);
 // ("a=1&&b=2") are skipped. nullopt when any name or value has a malformed escape.
 std::optional<param_list> parse_form_urlencoded(std::string_view body);
 std::string format_form_urlencoded(const param_list& params);
+// Without decoding or allocating: how many fields parse_form_urlencoded would return. Lets a
+// connector refuse a flood of fields before building them (and before a signature is checked).
+std::size_t form_field_count(std::string_view body) noexcept;
+// The decoded value of the first field called `name`, the rest of the body left unparsed (a
+// token checked before the form is). nullopt when absent or when that field's escapes are broken.
+std::optional<std::string> find_form_field(std::string_view body, std::string_view name);
 
 // The query part of a request target ("/path?x=1#frag" -> "x=1"); empty when there is none.
 std::string_view query_of(std::string_view target) noexcept;

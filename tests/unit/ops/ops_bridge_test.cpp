@@ -220,7 +220,7 @@ TEST_F(OpsReplayTest, VerificationFailuresAreNotReplayable) {
     inbound_http_request bad;
     bad.target = "/v1/ingest/" + reg.record.id;
     bad.body = "{}";
-    bad.headers = {{"webhook-id", "msg_1"},
+    bad.headers = {{"webhook-id", "msg_0123456789abcdef"},
                    {"webhook-timestamp", std::to_string(clock_.now_ms() / 1000)},
                    {"webhook-signature", "v1,AAAA"}};
     auto p = std::make_shared<std::promise<submit_result>>();

@@ -2,6 +2,7 @@
 
 #include "support/connector_harness.hpp"
 #include "support/webhook_module_test.hpp"
+#include "sms/protocol.hpp"
 
 #include <wopbridge/signatures.hpp>
 
@@ -82,6 +83,18 @@ class SmsModuleTest : public ::testing::Test {
         req.headers = {{"Content-Type", form_type},
                        {"X-Twilio-Signature", sig::sign_twilio(key, url, fields)}};
         req.body = form_encode(fields);
+        return req;
+    }
+
+    // A JSON post signed as Twilio signs one: the URL carries bodySHA256, the signature covers
+    // the URL alone.
+    static http_request_spec signed_json(const std::string& body) {
+        http_request_spec req;
+        req.target = "/v1/ingest/sub-1?bodySHA256=" + sig::to_hex(sig::sha256(body));
+        const std::string url = std::string(connector_harness::public_base) + req.target;
+        req.headers = {{"Content-Type", "application/json"},
+                       {"X-Twilio-Signature", sig::sign_twilio(token, url, {})}};
+        req.body = body;
         return req;
     }
 
@@ -244,12 +257,37 @@ TEST_F(SmsModuleTest, MalformedBodiesAre400WithoutSubmit) {
     auto req = signed_form(inbound("SM1"));
     req.body = "Body=%G1";
     expect_envelope(harness_.send(req), 400, "malformed_request");
-    req.headers[0].second = "application/json";
-    req.body = "[1,2]";
-    expect_envelope(harness_.send(req), 400, "malformed_request");
     req.headers[0].second = "text/plain";
     expect_envelope(harness_.send(req), 400, "malformed_request");
+    // JSON is signed as bytes: a correctly signed body that is not an object is malformed...
+    expect_envelope(harness_.send(signed_json("[1,2]")), 400, "malformed_request");
+    expect_envelope(harness_.send(signed_json("{")), 400, "malformed_request");
+    // ...and an unsigned one is refused before it is parsed.
+    req.headers[0].second = "application/json";
+    req.body = "[1,2]";
+    expect_envelope(harness_.send(req), 403, "signature_invalid");
     EXPECT_TRUE(harness_.submits().empty());
+    // The control: a signed JSON object is taken.
+    EXPECT_EQ(harness_.send(signed_json(R"({"MessageSid":"SMjson1","Body":"hi"})")).status, 200);
+}
+
+TEST_F(SmsModuleTest, AFloodOfFormFieldsIsRefusedBeforeAnyIsBuilt) {
+    bring_up();
+    // Past max_form_fields, 413 whatever the signature: the count is read before the parameters.
+    std::string body = "MessageSid=SM1";
+    for (std::size_t i = 0; i < sms::max_form_fields; ++i) {
+        body += "&f" + std::to_string(i) + "=x";
+    }
+    auto req = signed_form(inbound("SM1"));
+    req.body = body;
+    expect_envelope(harness_.send(req), 413, "payload_too_large");
+    EXPECT_TRUE(harness_.submits().empty());
+    // At the limit a signed post is taken.
+    params fields = inbound("SM2");
+    for (std::size_t i = fields.size(); i < sms::max_form_fields; ++i) {
+        fields.emplace_back("f" + std::to_string(i), "x");
+    }
+    EXPECT_EQ(harness_.send(signed_form(fields)).status, 200);
 }
 
 TEST_F(SmsModuleTest, NonPostIs405) {
