@@ -324,6 +324,7 @@ TEST_F(CrashDeliveryTest, SigkillMidBulkReplayResumesTheJobAfterRestartReplaying
         << read_text_file(dir_.file("serve.log"));
     EXPECT_EQ(job_field(again, "total"), std::to_string(dead));
     EXPECT_EQ(job_field(again, "replayed"), std::to_string(dead));
+    EXPECT_EQ(job_field(again, "delivered"), std::to_string(dead)); // the last item too
     EXPECT_EQ(job_field(again, "failed"), "0");
     EXPECT_FALSE(job_field(again, "finishedAt").empty());
     EXPECT_NE(read_text_file(dir_.file("serve.log")).find("\"event\":\"replay_job.resumed\""),

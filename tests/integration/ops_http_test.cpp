@@ -138,6 +138,12 @@ TEST_F(OpsHttpTest, ReplayOneAndBulkAndJobStatus) {
         auto s = call("GET", "/v1/replay-jobs/" + job);
         return s.status == 200 && json::parse(s.body).at("state") == "completed";
     }));
+    // Completed means every item settled: the counters are exact, the last item included.
+    auto done = json::parse(call("GET", "/v1/replay-jobs/" + job).body);
+    EXPECT_GE(done.at("total").to_number<int>(), 1) << done;
+    EXPECT_EQ(done.at("replayed"), done.at("total")) << done;
+    EXPECT_EQ(done.at("delivered"), done.at("total")) << done;
+    EXPECT_EQ(done.at("failed").to_number<int>(), 0) << done;
 }
 
 // Every sample line is `name{labels} value` or `name value`, each family announced by HELP/TYPE.

@@ -308,8 +308,29 @@ void replay_jobs::run(replay_job_record job) {
         }
         last_write = std::chrono::steady_clock::now();
     }
+    // Every item replayed: the job ends when each has moved to delivered or failed (the last
+    // deliveries are usually still being started), not before, or its counters would end short.
+    const auto settle_every = std::min<std::chrono::steady_clock::duration>(
+        renew_every, std::chrono::milliseconds(100));
     std::vector<replay_job_item> changed;
     settle(changed);
+    while (!pending.empty() && u.consecutive_failures < opts_.failure_limit) {
+        {
+            std::unique_lock lock(mu_);
+            if (cv_.wait_for(lock, settle_every, [&] { return stopping_; })) {
+                return; // resumed from the store: the pending items are settled then
+            }
+        }
+        settle(changed);
+        if (!changed.empty() ||
+            std::chrono::steady_clock::now() - last_write >= renew_every) {
+            if (!write(std::move(changed))) {
+                return;
+            }
+            changed.clear();
+            last_write = std::chrono::steady_clock::now();
+        }
+    }
     finish(u.consecutive_failures >= opts_.failure_limit ? "stopped" : "completed",
            std::move(changed));
 }
