@@ -243,6 +243,21 @@ class ConnectorSecretCanaryTest : public ::testing::TestWithParam<std::string> {
         return out;
     }
 
+    // The write-ahead log as well: SQLite's -wal file is among database()'s files; PostgreSQL's
+    // pg_wal segments (what archives and replicas get) are read here.
+    std::string write_ahead_log() {
+        if (!postgres()) {
+            return database();
+        }
+        std::string out;
+        for (const auto& e : std::filesystem::directory_iterator(pg_->data_dir() / "pg_wal")) {
+            if (e.is_regular_file()) {
+                out += read_text_file(e.path().string());
+            }
+        }
+        return out;
+    }
+
     struct output {
         std::string what;
         std::string text;
@@ -320,6 +335,32 @@ TEST_P(ConnectorSecretCanaryTest, SecretsAreSealedAtRestShownNowhereAndStillVeri
         }
     }
     EXPECT_GE(outputs_.size(), 30u);
+}
+
+TEST_P(ConnectorSecretCanaryTest, ARefusedRegistrationWritesNothingNotEvenToTheLog) {
+    ASSERT_NO_FATAL_FAILURE(start());
+    // Unique per run: the PostgreSQL server (and its WAL) is shared by the binary's tests.
+    const std::string tag = postgres() ? db_ : std::string("sqlite");
+    const std::string refused = "CANARYREFUSEDVALUE" + tag;
+    const std::string control = "CANARYACCEPTEDVALUE" + tag;
+    // The module refuses the misspelt key, whose value no schema marks secret: it must reach
+    // neither the store nor its log.
+    auto r = call("POST", "/v1/trigger-subscriptions",
+                  R"({"source":"form","workflowId":"conformance-noop","connector":"forms",)"
+                  R"("settings":{"allowedOrigins":["https://x.test"],"tokenSecrett":")" +
+                      refused + R"("}})");
+    EXPECT_EQ(r.status, 400) << r.body;
+    // The control: an accepted registration's plain value is found where the search looks.
+    EXPECT_FALSE(register_sub("forms", "form",
+                              R"({"allowedOrigins":["https://x.test"],"successUrl":"https://x.test/)" +
+                                  control + R"("})")
+                     .empty());
+    const std::string wal = write_ahead_log(); // while serving: SQLite's -wal is not yet folded in
+    stop();
+    EXPECT_NE(wal.find(control), std::string::npos) << "the search cannot see the log";
+    EXPECT_EQ(wal.find(refused), std::string::npos) << "a refused value in the write-ahead log";
+    EXPECT_EQ(database().find(refused), std::string::npos) << "a refused value in the database";
+    EXPECT_EQ(read_text_file(dir_.file("serve.log")).find(refused), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ConnectorSecretCanaryTest,

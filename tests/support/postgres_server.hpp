@@ -23,6 +23,8 @@ class postgres_server {
     postgres_server& operator=(const postgres_server&) = delete;
 
     int port() const noexcept { return port_; }
+    // The cluster's data directory (its pg_wal/ holds the write-ahead log).
+    std::filesystem::path data_dir() const { return dir_ / "data"; }
     std::string url(const std::string& database) const;
 
     // A new, empty database with a unique name; empty string on failure.

@@ -153,6 +153,11 @@ result<registration_result> bridge::register_subscription(const registration_req
         return stored.error();
     }
     sub.connector_settings_json = std::move(*stored);
+    if (req.accept_before_write) {
+        if (auto accepted = req.accept_before_write(sub); !accepted) {
+            return accepted.error();
+        }
+    }
     auto ins = m.st->insert_subscription(sub);
     if (!ins) {
         return ins.error();

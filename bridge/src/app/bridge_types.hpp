@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "store/store.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct registration_request {
     std::string connector;                   // optional: a loaded connector instance serves it
     std::string connector_settings_json = "{}";
     bool hold_when_not_active = false;       // whenNotActive: hold (default refuse = 409)
+    // Called with the finished record (its settings in their stored, sealed form) before
+    // anything is written; an error refuses the registration with nothing stored (a connector
+    // module's own check of its settings: a refused value must not reach the store or its log).
+    std::function<result<void>(const subscription&)> accept_before_write;
 };
 
 struct registration_result {

@@ -73,7 +73,33 @@ void http_api::create_subscription(context& ctx) {
             return;
         }
     }
+    // A connector's module checks the subscription before anything is stored (and serves it from
+    // this answer on; other nodes and restarts pick it up from the store, plugins/connector_sync).
+    // A refused value is never written, not even to the store's log, so a password in it stays
+    // out of the WAL.
+    std::string refused_why;
+    std::optional<subscription> attached;
+    if (!req.connector.empty()) {
+        req.accept_before_write = [&](const subscription& candidate) -> result<void> {
+            if (auto ok = router_->attach(candidate, refused_why); !ok) {
+                if (refused_why.empty()) {
+                    refused_why = "no reason given";
+                }
+                return ok.error();
+            }
+            attached = candidate;
+            return {};
+        };
+    }
     auto r = bridge_.register_subscription(req);
+    if (!r && attached) {
+        router_->detach(*attached); // attached, then the store refused the insert
+    }
+    if (!r && !refused_why.empty()) {
+        ctx.sink->send(
+            validation_error("settings", "the connector refused the subscription: " + refused_why));
+        return;
+    }
     if (!r) {
         if (r.error() == errc::invalid_argument) {
             ctx.sink->send(validation_error("workflowId", "the registration was refused: " +
@@ -82,17 +108,6 @@ void http_api::create_subscription(context& ctx) {
         }
         reply_error(ctx, r.error());
         return;
-    }
-    if (!r->record.connector.empty()) {
-        // Served from this answer on; other nodes and restarts pick it up from the store
-        // (plugins/connector_sync). A refusal by the module undoes the registration.
-        std::string why;
-        if (auto attached = router_->attach(r->record, why); !attached) {
-            (void)bridge_.delete_subscription(ctx.who.tenant, r->record.id);
-            ctx.sink->send(
-                validation_error("settings", "the connector refused the subscription: " + why));
-            return;
-        }
     }
     json::object binding;
     const auto& sub = r->record;
