@@ -90,6 +90,9 @@ int spawn_server(const server_spawn& request, pid_t& pid) {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
         }
     }
+    if (!request.working_dir.empty()) {
+        posix_spawn_file_actions_addchdir_np(&actions, request.working_dir.c_str());
+    }
     const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {

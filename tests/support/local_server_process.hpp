@@ -23,6 +23,7 @@ struct server_spawn {
     std::vector<std::string> extra_env{}; // NAME=value, on top of the inherited environment
     std::string output_file{};            // stdout and stderr appended here; empty: /dev/null
     bool keep_stderr = false;             // without output_file: stderr stays the test's own
+    std::string working_dir{};            // empty: the test's own
 };
 
 // Starts the program with stdin on /dev/null. Returns 0 and sets `pid`, or the errno of the

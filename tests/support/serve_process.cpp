@@ -62,6 +62,8 @@ bool serve_process::start(const std::string& config_file, const std::string& log
     request.argv = {WOPBRIDGE_PROGRAM, "serve", "--config", config_file};
     request.argv.insert(request.argv.end(), extra_args.begin(), extra_args.end());
     request.output_file = log_file;
+    request.extra_env = extra_env;
+    request.working_dir = working_dir;
     if (const int rc = spawn_server(request, pid_); rc != 0) {
         error = std::string("cannot start wopbridge serve: ") + std::strerror(rc);
         return false;

@@ -24,6 +24,8 @@ public:
     int wait_exit(int deadline_s = 30);
     std::string error;
     std::vector<std::string> extra_args; // after `serve --config FILE`, e.g. {"--init"}
+    std::vector<std::string> extra_env;  // NAME=value for the child
+    std::string working_dir;             // the child's cwd (where a core file lands); "" = ours
 
 private:
     pid_t pid_ = -1;

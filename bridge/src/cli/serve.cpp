@@ -7,6 +7,8 @@
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 #include "core/blob_store.hpp"
+#include "core/core_dumps.hpp"
+#include "core/secret_box.hpp"
 #include "core/log.hpp"
 #include "http/api.hpp"
 #include "app/bridge_api.hpp"
@@ -158,6 +160,11 @@ int run_serve(const std::vector<std::string>& args) {
                      p.error.empty() ? "--config FILE is required" : p.error.c_str());
         return 2;
     }
+
+    // Before any secret is read: no core dump of this process carries them, and keys go to the
+    // secure heap (excluded from dumps either way).
+    const auto core_dumps = apply_core_dump_policy();
+    const bool secure_heap = secret_box::use_secure_heap();
 
     // Signals are taken synchronously by this thread (sigwait); every thread started below inherits
     // the blocked mask, so none of them is interrupted.
@@ -402,7 +409,9 @@ int run_serve(const std::vector<std::string>& args) {
               {"publicUrl", settings.public_url},
               {"store", store_name},
               {"modules", modules},
-              {"subscriptions", subs}});
+              {"subscriptions", subs},
+              {"coreDumps", core_dumps.detail},
+              {"keysInSecureHeap", secure_heap}});
 
     for (;;) {
         int sig = 0;

@@ -4,6 +4,7 @@
 #include "wopbridge/signatures.hpp"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -128,14 +130,14 @@ result<std::string> create_key_file(const std::string& path, random_source& rand
 // HMAC-SHA256 keyed with the host key, per thread, duplicated per call: no algorithm fetch and
 // no key schedule per dedup key. Rebuilt when a thread meets another key (tests use several).
 struct keyed_hmac {
-    std::string key;
+    std::uint64_t key_id = 0; // which key (key_bytes::id): no copy of the key is kept here
     std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx{nullptr, &EVP_MAC_CTX_free};
 };
 
-const EVP_MAC_CTX* keyed_hmac_for(const std::string& key) {
+const EVP_MAC_CTX* keyed_hmac_for(std::uint64_t key_id, std::string_view key) {
     static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
     thread_local keyed_hmac cached;
-    if (cached.ctx && cached.key == key) {
+    if (cached.ctx && cached.key_id == key_id) {
         return cached.ctx.get();
     }
     cached.ctx.reset();
@@ -152,17 +154,54 @@ const EVP_MAC_CTX* keyed_hmac_for(const std::string& key) {
         cached.ctx.reset();
         return nullptr;
     }
-    cached.key = key;
+    cached.key_id = key_id;
     return cached.ctx.get();
 }
 
 } // namespace
 
+struct secret_box::key_bytes {
+    explicit key_bytes(std::string_view key)
+        : data(static_cast<unsigned char*>(OPENSSL_secure_malloc(key.size()))), size(key.size()) {
+        if (data == nullptr) {
+            std::abort(); // 32 bytes: out of memory
+        }
+        std::memcpy(data, key.data(), size);
+    }
+    ~key_bytes() { OPENSSL_secure_clear_free(data, size); }
+    key_bytes(const key_bytes&) = delete;
+    key_bytes& operator=(const key_bytes&) = delete;
+
+    unsigned char* data;
+    std::size_t size;
+    // Told apart by id, not address: a freed key's address may be reused by the next one.
+    const std::uint64_t id = next_id.fetch_add(1) + 1;
+    static inline std::atomic<std::uint64_t> next_id{0};
+};
+
+secret_box::secret_box(std::string_view key) : key_(std::make_shared<const key_bytes>(key)) {}
+
+std::string_view secret_box::key() const {
+    return {reinterpret_cast<const char*>(key_->data), key_->size};
+}
+
+secret_box secret_box::take_key(std::string& key) {
+    secret_box box{std::string_view(key)};
+    OPENSSL_cleanse(key.data(), key.size());
+    return box;
+}
+
+bool secret_box::use_secure_heap() {
+    // 64 KiB: both keys and OpenSSL's own secure allocations (key schedules, MAC keys) with room.
+    return CRYPTO_secure_malloc_initialized() == 1 ||
+           CRYPTO_secure_malloc_init(64 * 1024, 16) != 0;
+}
+
 result<secret_box> secret_box::open(const std::string& key_file, random_source& random) {
     if (key_file.empty()) {
         std::string key(key_size, '\0');
         random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
-        return secret_box(std::move(key));
+        return take_key(key);
     }
     struct stat st{};
     if (::stat(key_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
@@ -174,7 +213,7 @@ result<secret_box> secret_box::open(const std::string& key_file, random_source& 
     if (::stat(key_file.c_str(), &st) != 0 && errno == ENOENT) {
         auto created = create_key_file(key_file, random);
         if (created) {
-            return secret_box(std::move(*created));
+            return take_key(*created);
         }
         // Lost a creation race with another process: read what it wrote.
     }
@@ -182,7 +221,7 @@ result<secret_box> secret_box::open(const std::string& key_file, random_source& 
     if (!key) {
         return key.error();
     }
-    return secret_box(std::move(*key));
+    return take_key(*key);
 }
 
 std::string secret_box::inspect_key_file(const std::string& key_file, bool& exists) {
@@ -234,17 +273,17 @@ result<secret_box> secret_box::load(const std::string& key_file) {
     if (!key) {
         return key.error();
     }
-    return secret_box(std::move(*key));
+    return take_key(*key);
 }
 
 secret_box secret_box::generate(random_source& random) {
     std::string key(key_size, '\0');
     random.fill(reinterpret_cast<unsigned char*>(key.data()), key.size());
-    return secret_box(std::move(key));
+    return take_key(key);
 }
 
 std::string secret_box::wrap(const secret_box& data_key, random_source& random) const {
-    return seal(data_key.key_, random);
+    return seal(data_key.key(), random);
 }
 
 result<secret_box> secret_box::unwrap(std::string_view wrapped) const {
@@ -263,7 +302,7 @@ result<secret_box> secret_box::from_key(std::string key) {
     if (key.size() != key_size) {
         return make_error_code(errc::invalid_argument);
     }
-    return secret_box(std::move(key));
+    return take_key(key);
 }
 
 std::string secret_box::seal(std::string_view plaintext, random_source& random) const {
@@ -279,7 +318,7 @@ std::string secret_box::seal(std::string_view plaintext, random_source& random) 
     bool ok = ctx && EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) == 1 &&
               EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, nonce_size, nullptr) == 1 &&
               EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr,
-                                 reinterpret_cast<const unsigned char*>(key_.data()), nonce) == 1 &&
+                                 reinterpret_cast<const unsigned char*>(key().data()), nonce) == 1 &&
               EVP_EncryptUpdate(ctx.get(), ct, &len,
                                 reinterpret_cast<const unsigned char*>(plaintext.data()),
                                 static_cast<int>(plaintext.size())) == 1;
@@ -312,7 +351,7 @@ result<std::string> secret_box::unseal(std::string_view sealed) const {
     bool ok = ctx && EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) == 1 &&
               EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, nonce_size, nullptr) == 1 &&
               EVP_DecryptInit_ex(ctx.get(), nullptr, nullptr,
-                                 reinterpret_cast<const unsigned char*>(key_.data()), bytes) == 1 &&
+                                 reinterpret_cast<const unsigned char*>(key().data()), bytes) == 1 &&
               EVP_DecryptUpdate(ctx.get(), out, &len, bytes + nonce_size,
                                 static_cast<int>(ct_size)) == 1 &&
               EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, tag_size, tag.data()) == 1;
@@ -326,7 +365,7 @@ result<std::string> secret_box::unseal(std::string_view sealed) const {
 }
 
 std::string secret_box::hmac_hex(std::string_view message) const {
-    if (const auto* keyed = keyed_hmac_for(key_)) {
+    if (const auto* keyed = keyed_hmac_for(key_->id, key())) {
         std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_dup(keyed),
                                                                       &EVP_MAC_CTX_free);
         unsigned char mac[EVP_MAX_MD_SIZE];
@@ -339,7 +378,7 @@ std::string secret_box::hmac_hex(std::string_view message) const {
         }
     }
     // The SDK's HMAC (one fetched algorithm, keyed per call).
-    return sig::to_hex(sig::hmac_sha256(key_, message));
+    return sig::to_hex(sig::hmac_sha256(key(), message));
 }
 
 std::string secret_box::fingerprint(std::string_view secret) const {

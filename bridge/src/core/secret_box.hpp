@@ -7,6 +7,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -47,11 +48,21 @@ public:
     // recognise the key it was sealed with; it reveals nothing of the key.
     std::string key_check() const;
 
+    // Call once, before any key is loaded (serve): keys then live in OpenSSL's secure heap, pages
+    // excluded from core dumps (MADV_DONTDUMP), locked in memory where the limit allows, and
+    // zeroed when freed; OpenSSL keeps its own key schedules there too. Without it (the CLI,
+    // tests) keys are on the ordinary heap, still zeroed when freed.
+    static bool use_secure_heap();
+
+    struct key_bytes; // one key in secure memory, shared by copies of the box
+
 private:
-    explicit secret_box(std::string key) : key_(std::move(key)) {}
+    explicit secret_box(std::string_view key);
+    static secret_box take_key(std::string& key); // the caller's plain copy is wiped
+    std::string_view key() const;
     std::string hmac_hex(std::string_view message) const;
 
-    std::string key_;
+    std::shared_ptr<const key_bytes> key_;
 };
 
 } // namespace wopbridge
