@@ -168,6 +168,11 @@ public:
         r.record.sealed_secret = "sealed";
         r.ingest_url = "http://127.0.0.1:8080/v1/ingest/sub_new";
         r.signing_secret = "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
+        if (req.accept_before_write) { // as the real bridge: the module sees it before the write
+            if (auto accepted = req.accept_before_write(r.record); !accepted) {
+                return accepted.error();
+            }
+        }
         return r;
     }
     result<std::vector<subscription>> list_subscriptions(const std::string& tenant) override {

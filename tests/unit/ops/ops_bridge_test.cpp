@@ -245,12 +245,19 @@ TEST_F(OpsReplayTest, BulkReplayDeliversEveryDeadLetterOldestFirst) {
     EXPECT_FALSE(bridge_->replay_dead_letters("other", sub_id, {{}, {}, true}, 100).has_value());
     auto job = bridge_->replay_dead_letters("acme", sub_id, {{}, {}, true}, 500);
     ASSERT_TRUE(job.has_value());
-    auto st = wait_job(*job);
+    ASSERT_TRUE(testing::eventually(
+        [&] { return bridge_->get_replay_job("acme", *job)->replayed == 2; },
+        std::chrono::seconds(20)));
+    // Both replays are committed but not yet delivered: the job is still running.
+    EXPECT_EQ(bridge_->get_replay_job("acme", *job)->state, "running");
+    EXPECT_EQ(bridge_->get_replay_job("acme", *job)->delivered, 0);
+    auto st = wait_job(*job, true);
     EXPECT_EQ(st.state, "completed");
     EXPECT_EQ(st.total, 2);
     EXPECT_EQ(st.replayed, 2);
+    EXPECT_EQ(st.delivered, 2);
     EXPECT_FALSE(bridge_->get_replay_job("other", *job).has_value());
-    EXPECT_EQ(bridge_->run_due(clock_.now_ms()), 2);
+    EXPECT_EQ(bridge_->run_due(clock_.now_ms()), 0);
 }
 
 TEST_F(OpsReplayTest, BulkReplayStopsAfterConsecutiveFailures) {
@@ -297,9 +304,12 @@ TEST_F(OpsReplayTest, BulkReplayStoppedMidJobResumesOnTheNextStart) {
     ASSERT_GE(left->replayed, 1);
     ASSERT_LT(left->replayed, dead) << "the job finished before the stop";
 
+    starter_->set_behaviour("wf-fail", behaviour::complete); // the new bridge's starter
     ASSERT_TRUE(bridge_->start().has_value());
-    auto st = wait_job(*job);
-    EXPECT_EQ(st.state, "completed");
+    auto st = wait_job(*job, true);
+    EXPECT_EQ(st.state, "completed") << "replayed " << st.replayed << ", delivered "
+                                     << st.delivered << ", failed " << st.failed;
+    EXPECT_EQ(st.delivered, dead);
     EXPECT_EQ(st.total, dead);
     EXPECT_EQ(st.replayed, dead);
     EXPECT_EQ(st.failed, 0);
