@@ -41,11 +41,24 @@ std::string body_hash(std::string_view body) {
     return "sha256:" + sig::to_hex(sig::sha256(body));
 }
 
+// Slack's JSON, read leniently where Slack is: strings that are not UTF-8 are kept (content
+// carries them as {"$base64":…}, json_bytes.hpp), not refused.
+boost::json::value parse_slack_json(std::string_view text, boost::system::error_code& ec) {
+    boost::json::parse_options opts;
+    opts.allow_invalid_utf8 = true;
+    return boost::json::parse(text, ec, {}, opts);
+}
+
 std::optional<slack_request> parse_json(std::string_view body, std::string& error) {
     boost::system::error_code ec;
-    auto doc = boost::json::parse(body, ec);
+    auto doc = parse_slack_json(body, ec);
     if (ec || !doc.is_object()) {
         error = "body is not a JSON object";
+        return std::nullopt;
+    }
+    if (json::numbers_in(body, doc) == json::number_fidelity::not_finite) {
+        // Not carried raw as a generic webhook's would be: Slack's body has its token removed.
+        error = "a number in the body is beyond what a JSON number can carry (1e400)";
         return std::nullopt;
     }
     auto& root = doc.as_object();
@@ -91,8 +104,9 @@ std::optional<slack_request> parse_json(std::string_view body, std::string& erro
 std::optional<slack_request> parse_interaction(std::string_view payload_text,
                                                std::string_view raw_body, std::string& error) {
     boost::system::error_code ec;
-    auto doc = boost::json::parse(payload_text, ec);
-    if (ec || !doc.is_object()) {
+    auto doc = parse_slack_json(payload_text, ec);
+    if (ec || !doc.is_object() ||
+        json::numbers_in(payload_text, doc) == json::number_fidelity::not_finite) {
         error = "interactivity payload is not a JSON object";
         return std::nullopt;
     }

@@ -99,10 +99,17 @@ std::optional<sms_request> read_signed_part(std::string_view content_type, std::
 
 bool complete_request(sms_request& r, std::string_view body, std::string& error) {
     if (r.format == body_format::json) {
+        // Strings that are not UTF-8 are kept (content carries them as {"$base64":…}).
+        boost::json::parse_options opts;
+        opts.allow_invalid_utf8 = true;
         boost::system::error_code ec;
-        r.body = boost::json::parse(body, ec);
+        r.body = boost::json::parse(body, ec, {}, opts);
         if (ec || !r.body.is_object()) {
             error = "body is not a JSON object";
+            return false;
+        }
+        if (json::numbers_in(body, r.body) == json::number_fidelity::not_finite) {
+            error = "a number in the body is beyond what a JSON number can carry (1e400)";
             return false;
         }
     } else {

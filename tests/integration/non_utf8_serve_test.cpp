@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 namespace wopbridge::testing {
@@ -133,6 +134,74 @@ TEST_F(NonUtf8ServeTest, WebhookBinaryBodyIsAcceptedAndCarriedAsBase64) {
     auto ev = only_event("hook");
     ASSERT_TRUE(ev.contains("webhook")) << json::serialize(ev);
     EXPECT_EQ(ev.at("webhook").at("body"), marker("//4AcmF3"));
+}
+
+TEST_F(NonUtf8ServeTest, WebhookJsonWithNumbersJsonCannotCarryIsKeptAsItsText) {
+    // Valid JSON, correctly signed, with numbers past a double (or past 64-bit integers): kept,
+    // as the raw text (a JSON string, lossless), not refused and not rounded to Infinity.
+    const std::vector<std::string> bodies = {
+        R"({"n":1e400})", R"({"n":)" + std::string(400, '7') + "}",
+        R"({"id":123456789012345678901234567890,"ok":true})", R"([-1e-400, 2E+999])"};
+    for (const auto& body : bodies) {
+        auto r = post("hook", "application/json", body,
+                      standard_webhook_headers(webhook_secret, fresh_webhook_id(),
+                                               std::time(nullptr), body));
+        EXPECT_EQ(r.status, 202) << body << ": " << r.body;
+    }
+    // Exact numbers are still parsed.
+    const std::string exact = R"({"n":18446744073709551615,"m":-9223372036854775808,"x":1.5e300})";
+    EXPECT_EQ(post("hook", "application/json", exact,
+                   standard_webhook_headers(webhook_secret, fresh_webhook_id(),
+                                            std::time(nullptr), exact))
+                  .status,
+              202);
+    std::vector<std::string> runs;
+    ASSERT_TRUE(probe_->runs_started("hook", bodies.size() + 1, &runs));
+    std::set<std::string> kept_as_text;
+    bool exact_parsed = false;
+    for (const auto& run : runs) {
+        ASSERT_TRUE(probe_->run_finished(run));
+        auto ev = json::parse(read_text_file(dir_.file("events/" + run + ".json")));
+        EXPECT_TRUE(expect_valid(ev, "v2/trigger-event.schema.json"));
+        const auto& body = ev.at("webhook").at("body");
+        if (body.is_string()) {
+            kept_as_text.insert(std::string(body.get_string()));
+        } else {
+            exact_parsed = body.at("n").is_uint64() &&
+                           body.at("n").get_uint64() == 18446744073709551615ull &&
+                           body.at("m").is_int64();
+        }
+    }
+    EXPECT_EQ(kept_as_text, std::set<std::string>(bodies.begin(), bodies.end()));
+    EXPECT_TRUE(exact_parsed);
+}
+
+TEST_F(NonUtf8ServeTest, SlackEventsJsonWithInvalidUtf8IsAcceptedAndCarriedAsBase64) {
+    const std::vector<std::string> sequences = {"\xff", "\x80", "\xc0\xaf", "\xed\xa0\x80",
+                                                "\xf4\x90\x80\x80", "\xe2\x82", "\xfe\xfe"};
+    int n = 0;
+    for (const auto& bad : sequences) {
+        const std::string body = R"({"type":"event_callback","team_id":"T1","event_id":"EvBad)" +
+                                 std::to_string(n++) +
+                                 R"(","event":{"type":"message","channel":"C1","text":"x)" + bad +
+                                 R"("}})";
+        const auto ts = std::time(nullptr);
+        auto r = post("slack-in", "application/json", body,
+                      {{"x-slack-request-timestamp", std::to_string(ts)},
+                       {"x-slack-signature", slack_signature(slack_secret, ts, body)}});
+        EXPECT_EQ(r.status, 200) << r.body;
+    }
+    std::vector<std::string> runs;
+    ASSERT_TRUE(probe_->runs_started("slack-in", sequences.size(), &runs));
+    std::set<std::string> texts;
+    for (const auto& run : runs) {
+        ASSERT_TRUE(probe_->run_finished(run));
+        auto ev = json::parse(read_text_file(dir_.file("events/" + run + ".json")));
+        EXPECT_TRUE(expect_valid(ev, "v2/trigger-event.schema.json"));
+        texts.insert(json::serialize(ev.at("webhook").at("body").at("event").at("text")));
+    }
+    EXPECT_EQ(texts.size(), sequences.size());
+    EXPECT_TRUE(texts.contains(json::serialize(marker("eP8=")))); // "x\xff"
 }
 
 TEST_F(NonUtf8ServeTest, SlackSlashCommandWithInvalidTextIsAcceptedAndCarriedAsBase64) {

@@ -97,10 +97,9 @@ std::string webhook_content_json(const inbound_http_request& req) {
         bool is_json = media == "application/json" ||
                        (media.size() > 5 && media.substr(media.size() - 5) == "+json");
         if (is_json) {
-            boost::system::error_code ec;
-            json::value parsed = json::parse(req.body, ec);
-            if (!ec) {
-                body = std::move(parsed);
+            // Not JSON, or numbers that would not survive as JSON (1e400): the raw text instead.
+            if (auto parsed = wopbridge::json::parse_content_json(req.body)) {
+                body = std::move(*parsed);
             }
         }
     }

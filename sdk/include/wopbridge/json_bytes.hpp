@@ -19,9 +19,11 @@
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -75,6 +77,84 @@ inline bool carry_invalid_utf8(boost::json::value& v) {
         }
     }
     return changed;
+}
+
+// Whether every number in `parsed` (parsed from `text`) is what its text says. Boost.JSON reads
+// 1e400 or a 400-digit integer as an infinite double (serialized as `Infinity`, which is not
+// JSON: not_finite) and a 30-digit integer as a rounded one (rounded); exact means finite, and
+// every integer literal within int64/uint64.
+enum class number_fidelity { exact, rounded, not_finite };
+inline number_fidelity numbers_in(std::string_view text, const boost::json::value& parsed) {
+    bool finite = true;
+    auto walk = [&finite](auto& self, const boost::json::value& v) -> void {
+        if (v.is_double()) {
+            const double d = v.get_double();
+            finite = finite && d - d == 0.0; // false for inf and NaN
+        } else if (v.is_array()) {
+            for (const auto& e : v.get_array()) {
+                self(self, e);
+            }
+        } else if (v.is_object()) {
+            for (const auto& kv : v.get_object()) {
+                self(self, kv.value());
+            }
+        }
+    };
+    walk(walk, parsed);
+    if (!finite) {
+        return number_fidelity::not_finite;
+    }
+    // Integer literals outside strings: more digits than 64 bits hold, or past the range.
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            i += c == '\\' ? 1 : 0;
+            in_string = c != '"';
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+            continue;
+        }
+        if (c != '-' && (c < '0' || c > '9')) {
+            continue;
+        }
+        std::size_t end = i + (c == '-' ? 1 : 0);
+        while (end < text.size() && text[end] >= '0' && text[end] <= '9') {
+            ++end;
+        }
+        const bool integer = end == text.size() ||
+                             (text[end] != '.' && text[end] != 'e' && text[end] != 'E');
+        const std::string_view digits = text.substr(i + (c == '-' ? 1 : 0), end - i - (c == '-' ? 1 : 0));
+        if (integer && (digits.size() > 20 ||
+                        (digits.size() == 20 && (c == '-' || digits > "18446744073709551615")) ||
+                        (digits.size() == 19 && c == '-' && digits > "9223372036854775808"))) {
+            return number_fidelity::rounded;
+        }
+        while (end < text.size() && (text[end] == '.' || text[end] == 'e' || text[end] == 'E' ||
+                                     text[end] == '+' || text[end] == '-' ||
+                                     (text[end] >= '0' && text[end] <= '9'))) {
+            ++end;
+        }
+        i = end - 1;
+    }
+    return number_fidelity::exact;
+}
+
+// Parses submitted JSON the way content carries it: strings that are not UTF-8 kept (then
+// carried by the marker), and nullopt when it is not JSON or its numbers are not exact, for the
+// caller to carry the raw text instead (a JSON string: lossless, never refused).
+inline std::optional<boost::json::value> parse_content_json(std::string_view text) {
+    boost::json::parse_options opts;
+    opts.allow_invalid_utf8 = true;
+    boost::system::error_code ec;
+    auto v = boost::json::parse(text, ec, {}, opts);
+    if (ec || numbers_in(text, v) != number_fidelity::exact) {
+        return std::nullopt;
+    }
+    carry_invalid_utf8(v);
+    return v;
 }
 
 // A provider's POST as event content: {"webhook":{"method":"POST","headers":…,"body":…}}, with

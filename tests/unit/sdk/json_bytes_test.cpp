@@ -2,6 +2,7 @@
 #include <wopbridge/json_bytes.hpp>
 
 #include <boost/json.hpp>
+#include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 
 namespace wopbridge::json {
@@ -34,6 +35,32 @@ TEST(JsonBytesTest, PostedWebhookContentCarriesHeadersAndABodyWithBytes) {
     EXPECT_EQ(v, boost::json::parse(R"({"webhook":{"method":"POST",)"
                                     R"("headers":{"content-type":"text/plain"},)"
                                     R"("body":{"Body":{"$base64":"Y2Fm6Q=="}}}})"));
+}
+
+TEST(JsonBytesTest, NumbersAreExactOnlyWhenTheirTextSurvives) {
+    auto fidelity = [](std::string_view text) {
+        return numbers_in(text, boost::json::parse(text));
+    };
+    EXPECT_EQ(fidelity(R"({"a":1,"b":-2.5e10,"c":[0,18446744073709551615]})"),
+              number_fidelity::exact);
+    EXPECT_EQ(fidelity("-9223372036854775808"), number_fidelity::exact);
+    EXPECT_EQ(fidelity(R"({"s":"123456789012345678901234567890 in a string"})"),
+              number_fidelity::exact);
+    EXPECT_EQ(fidelity(R"({"s":"quote \" 99999999999999999999999"})"), number_fidelity::exact);
+    EXPECT_EQ(fidelity("18446744073709551616"), number_fidelity::rounded);
+    EXPECT_EQ(fidelity("-9223372036854775809"), number_fidelity::rounded);
+    EXPECT_EQ(fidelity(R"({"id":123456789012345678901234567890})"), number_fidelity::rounded);
+    EXPECT_EQ(fidelity(R"({"n":1e400})"), number_fidelity::not_finite);
+    EXPECT_EQ(fidelity("[" + std::string(400, '9') + "]"), number_fidelity::not_finite);
+}
+
+TEST(JsonBytesTest, ContentJsonKeepsBadUtf8AsTheMarkerAndGivesUpOnInexactNumbers) {
+    auto v = parse_content_json("{\"t\":\"a\xff\"}");
+    ASSERT_TRUE(v);
+    EXPECT_EQ(boost::json::serialize(*v), R"({"t":{"$base64":"Yf8="}})");
+    EXPECT_FALSE(parse_content_json(R"({"n":1e400})"));
+    EXPECT_FALSE(parse_content_json("{nope"));
+    EXPECT_TRUE(parse_content_json(R"({"n":1.5})"));
 }
 
 } // namespace
