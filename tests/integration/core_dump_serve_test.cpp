@@ -90,11 +90,14 @@ TEST_F(CoreDumpServeTest, OptedInTheCoreKeepsTheKeysOut) {
     serve.extra_env = {"WOPBRIDGE_ALLOW_CORE_DUMPS=1"};
     std::string limits;
     const std::string core = crash(serve, limits);
-    EXPECT_EQ(limits.find(" 0 "), std::string::npos) << limits;
+    // AddressSanitizer lowers the soft core limit to 0 itself (disable_coredump, on by default
+    // on 64-bit): a sanitized serve neither keeps the limit it inherited nor makes a core.
+    const bool sanitized = std::getenv("ASAN_OPTIONS") != nullptr;
+    if (!sanitized) {
+        EXPECT_EQ(limits.find(" 0 "), std::string::npos) << limits;
+    }
     const std::string host_key = read_text_file(dir_.file("host.key"));
     ASSERT_EQ(host_key.size(), 32u);
-    // AddressSanitizer makes no core of its own accord (disable_coredump): nothing to look in.
-    const bool sanitized = std::getenv("ASAN_OPTIONS") != nullptr;
     if (file_pattern() && !sanitized) {
         ASSERT_FALSE(core.empty()) << "opted in, yet no core: the test cannot see one";
         EXPECT_EQ(core.find(host_key), std::string::npos) << "the host key is in the core";

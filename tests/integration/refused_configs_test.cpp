@@ -242,7 +242,7 @@ TEST_F(RefusedConfigsTest, ADamagedDatabaseIsRefusedAndNotServed) {
     EXPECT_EQ(checked.exit_code, 2) << checked.stdout_text;
     const std::string line = first_line(checked.stdout_text);
     EXPECT_THAT(line, HasSubstr(config + ": store: cannot open the sqlite store: "));
-    EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("is damaged (quick_check: "),
+    EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("is damaged (integrity_check: "),
                                        HasSubstr("malformed")));
     auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 30, {}, true);
     EXPECT_EQ(served.exit_code, 1) << served.stdout_text;

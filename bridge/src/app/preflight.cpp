@@ -96,6 +96,8 @@ result<std::unique_ptr<store>> open_configured_store(const config& c, bool creat
     so.path = c.store.sqlite_path;
     so.init = init;
     so.commit_window_us = static_cast<int>(c.store.sqlite_commit_window_ms * 1000);
+    so.startup_check = c.store.sqlite_quick_startup_check ? sqlite_startup_check::quick
+                                                          : sqlite_startup_check::integrity;
     return open_sqlite_store(so, why);
 }
 

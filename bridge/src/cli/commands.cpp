@@ -25,7 +25,8 @@ arg_parser::arg_parser(const std::vector<std::string>& args) {
             continue;
         }
         // Flags without values: --help, --json; everything else takes the next argument.
-        if (name == "help" || name == "json" || name == "all" || name == "init") {
+        if (name == "help" || name == "json" || name == "all" || name == "init" ||
+            name == "quick") {
             options_.emplace_back(name, "");
             continue;
         }

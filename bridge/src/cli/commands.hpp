@@ -14,6 +14,7 @@ int run_connectors(const std::vector<std::string>& args);
 int run_connector_check(const std::vector<std::string>& args);
 int run_host_key(const std::vector<std::string>& args);
 int run_send(const std::vector<std::string>& args);
+int run_check_store(const std::vector<std::string>& args);
 
 // "--name value" / "--name=value" lookup; nullopt-like empty string when absent.
 struct arg_parser {

@@ -18,6 +18,8 @@ void print_usage(std::FILE* out) {
                "  serve --config FILE [--module-path DIR] [--listen ADDR] [--init]\n"
                "                                             run the bridge\n"
                "  check-config FILE                          validate a config file without starting\n"
+               "  check-store --config FILE [--quick]        check the SQLite store's pages and "
+               "indexes\n"
                "  reload --config FILE                       make a running bridge re-read its "
                "subscriptions (SIGHUP)\n"
                "  connectors [--module-path DIR]             list connector modules on the module path\n"
@@ -68,6 +70,9 @@ int main(int argc, char** argv) {
         }
         if (cmd == "check-config") {
             return wopbridge::cli::run_check_config(args);
+        }
+        if (cmd == "check-store") {
+            return wopbridge::cli::run_check_store(args);
         }
         if (cmd == "connectors") {
             return wopbridge::cli::run_connectors(args);

@@ -73,6 +73,7 @@ struct store_config {
     int sqlite_path_line = 0; // where store.sqlite.path is set (0: the default is used)
     int sqlite_path_column = 0;
     millis sqlite_commit_window_ms = 1; // store.sqlite.commitWindow (sqlite_options)
+    bool sqlite_quick_startup_check = false; // store.sqlite.startupCheck: quick (default integrity)
     std::string postgres_url; // may hold credentials: never log
     millis node_timeout_ms = 10000; // store.postgres.nodeTimeout: a silent node's claims are freed
 };

@@ -204,7 +204,18 @@ void read_store(reader& r, const YAML::Node& n, config& c) {
         return;
     }
     if (reader::present(sq) && r.expect_map(sq, "store.sqlite")) {
-        r.check_keys(sq, "store.sqlite", {"path", "commitWindow"});
+        r.check_keys(sq, "store.sqlite", {"path", "commitWindow", "startupCheck"});
+        std::string check;
+        if (r.str(sq, "startupCheck", "store.sqlite", check, false, false)) {
+            if (check == "quick") {
+                c.store.sqlite_quick_startup_check = true;
+            } else if (check != "integrity") {
+                r.error(sq["startupCheck"].Mark(),
+                        "store.sqlite.startupCheck: expected integrity (every index checked "
+                        "against its table, the default) or quick (pages only, about a tenth "
+                        "of the time)");
+            }
+        }
         // Longer than a fraction of the 2xx latency budget buys nothing more: the batch fills.
         if (r.duration(sq, "commitWindow", "store.sqlite", c.store.sqlite_commit_window_ms) &&
             c.store.sqlite_commit_window_ms > 50) {

@@ -46,6 +46,9 @@ public:
     ~store() override = default;
 };
 
+// PRAGMA integrity_check or quick_check (store/sqlite/sqlite_check.hpp says what each covers).
+enum class sqlite_startup_check { integrity, quick };
+
 struct sqlite_options {
     std::string path;                 // file path; ":memory:" is refused (durability)
     int group_commit_max_batch = 256; // intake requests per transaction at most
@@ -65,8 +68,10 @@ struct sqlite_options {
     // A 0-byte file is a database that was lost (or a creation that never finished): refused as a
     // new store unless `init` says so (`serve --init`).
     bool init = false;
-    // PRAGMA quick_check before serving: a damaged file is refused, not served.
+    // The file (and its WAL) checked before serving: a damaged file is refused, not served.
     bool check_integrity = true;
+    // How deep (store.sqlite.startupCheck): integrity also checks every index against its table.
+    sqlite_startup_check startup_check = sqlite_startup_check::integrity;
 };
 
 // `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable

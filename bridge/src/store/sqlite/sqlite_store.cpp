@@ -5,6 +5,8 @@
 // sqlite_replay_jobs.cpp).
 #include "store/sqlite/sqlite_store_impl.hpp"
 #include "core/thread_name.hpp"
+#include "core/log.hpp"
+#include "store/sqlite/sqlite_check.hpp"
 #include "store/sqlite/wal_check.hpp"
 
 #include <fcntl.h>
@@ -313,25 +315,6 @@ bool is_memory_database(const std::string& path) {
 
 } // namespace
 
-namespace {
-
-// "" when PRAGMA quick_check says ok; else its first finding (or why it could not run).
-std::string quick_check(sqlite::connection& c) {
-    auto st = c.prepare("PRAGMA quick_check(1)");
-    auto row = st.step();
-    if (!row) {
-        const std::string err = c.last_error();
-        return err.empty() ? "cannot be read" : err;
-    }
-    if (!*row) {
-        return "no answer";
-    }
-    std::string first = st.text(0);
-    return first == "ok" ? "" : first.substr(0, 200);
-}
-
-} // namespace
-
 result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why) {
     if (opts.path.empty() || is_memory_database(opts.path)) {
         why = {errc::invalid_argument, "an in-memory SQLite database is not durable; give a file"};
@@ -389,13 +372,20 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
         return writer.error();
     }
     if (opts.check_integrity) {
-        if (auto damage = quick_check(**writer); !damage.empty()) {
+        auto report = sqlite::run_check(**writer, opts.startup_check, 1);
+        if (!report.ok()) {
             why = {errc::store_unavailable,
-                   opts.path + " is damaged (quick_check: " + damage +
+                   opts.path + " is damaged (" + sqlite::check_name(opts.startup_check) + ": " +
+                       (report.error.empty() ? report.findings.front() : report.error) +
                        "). It is not served: restore it from a backup (or salvage rows with "
                        "`sqlite3 " +
-                       opts.path + " .recover`)"};
+                       opts.path + " .recover`); `wopbridge check-store` lists every finding"};
             return errc::store_unavailable;
+        }
+        if (report.seconds >= 1.0) {
+            log_line("info", "store.checked",
+                     {{"check", sqlite::check_name(opts.startup_check)},
+                      {"seconds", report.seconds}});
         }
     }
     if (auto r = sqlite::migrate(**writer, reason); !r) {

@@ -220,7 +220,7 @@ TEST_F(SqliteStoreTest, AZeroByteFileIsRefusedUnlessInit) {
     EXPECT_TRUE(open_sqlite_store(sqlite_options{path()})); // a store now, not an empty file
 }
 
-TEST_F(SqliteStoreTest, ADamagedFileIsRefusedWithQuickChecksFinding) {
+TEST_F(SqliteStoreTest, ADamagedFileIsRefusedWithTheChecksFinding) {
     {
         auto s = open_sqlite_store(sqlite_options{path()});
         ASSERT_TRUE(s);
@@ -263,7 +263,7 @@ TEST_F(SqliteStoreTest, ADamagedFileIsRefusedWithQuickChecksFinding) {
     auto refused = open_sqlite_store(sqlite_options{path()}, why);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error(), errc::store_unavailable);
-    EXPECT_NE(why.message.find("is damaged (quick_check: "), std::string::npos) << why.message;
+    EXPECT_NE(why.message.find("is damaged (integrity_check: "), std::string::npos) << why.message;
     EXPECT_NE(why.message.find("restore it from a backup"), std::string::npos) << why.message;
 }
 
