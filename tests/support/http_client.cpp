@@ -79,6 +79,9 @@ http_reply run(const http_call& call, const std::function<bool(const std::string
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, call.timeout_ms);
+    if (!call.local_address.empty()) {
+        curl_easy_setopt(curl, CURLOPT_INTERFACE, ("host!" + call.local_address).c_str());
+    }
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
     CURLcode rc = curl_easy_perform(curl);

@@ -22,6 +22,7 @@ struct http_call {
     http_headers headers;
     std::string body;
     long timeout_ms = 20000;
+    std::string local_address; // a loopback address to connect from ("127.0.0.7"): another peer
 };
 
 struct http_reply {

@@ -12,6 +12,7 @@
 #include "core/ids.hpp"
 #include "core/log.hpp"
 #include "core/metrics.hpp"
+#include "core/rate_limiter.hpp"
 #include "app/host_key_check.hpp"
 #include "app/node_liveness.hpp"
 #include "core/secret_box.hpp"
@@ -153,6 +154,17 @@ struct bridge::impl final : run_lifecycle_sink {
     std::atomic<int> pending_intake{0};
     metrics_registry metrics;
 
+    // The dead letters of refused signatures a forged flood may write: token buckets per
+    // subscription and in all (deadLetter.refusedSignatureRecords). Past them a refusal is answered
+    // alike and counted; its log line comes at most once a minute per subscription.
+    rate_limiter refusal_records{clock};
+    std::mutex refusal_log_mutex;
+    struct unrecorded_refusals {
+        std::uint64_t since_logged = 0;
+        millis logged_at = 0;
+    };
+    std::map<std::string, unrecorded_refusals> refusals_unrecorded; // known subscription ids only
+
     // Bulk replay jobs (durable, app/replay_jobs) and the housekeeping timer: real-time
     // background threads, joined by stop().
     std::unique_ptr<replay_jobs> jobs;
@@ -273,6 +285,8 @@ struct bridge::impl final : run_lifecycle_sink {
 
     // Every answer to an inbound event is counted once, refusals included.
     void count_ingest(const std::string& sub_id, submit_status status);
+    // Takes a token for one refused-signature dead letter, or counts the refusal as unrecorded.
+    bool refusal_record_admitted(const std::string& sub_id);
 
     // The gate every inbound event passes exactly once: an answer to give now (not active, host
     // key unavailable), or nothing, with `hold` set when it is to be committed `held`.

@@ -78,6 +78,41 @@ void bridge::impl::declare_metrics() {
                     "Dead-letter replays committed.", {});
     metrics.declare("wopbridge_purged_rows_total", metric_kind::counter,
                     "Expired dedup rows and dead letters removed by housekeeping.", {});
+    metrics.declare("wopbridge_verification_refusals_unrecorded_total", metric_kind::counter,
+                    "Refused signatures answered but not written as dead letters "
+                    "(past deadLetter.refusedSignatureRecords).",
+                    {"subscription"});
+}
+
+bool bridge::impl::refusal_record_admitted(const std::string& sub_id) {
+    const auto& per_sub = settings.refused_records_per_subscription;
+    // Per-subscription keys carry a prefix the total's key lacks: no id can collide with it.
+    if (refusal_records.take("s/" + sub_id, per_sub) == 0 &&
+        refusal_records.take("total", settings.refused_records_total) == 0) {
+        return true;
+    }
+    metrics.increment("wopbridge_verification_refusals_unrecorded_total",
+                      {{"subscription", sub_id}});
+    const millis t = now();
+    std::uint64_t count = 0;
+    {
+        std::lock_guard lock(refusal_log_mutex);
+        auto& u = refusals_unrecorded[sub_id];
+        ++u.since_logged;
+        if (u.logged_at != 0 && t - u.logged_at < 60 * 1000) {
+            return false;
+        }
+        count = u.since_logged;
+        u.since_logged = 0;
+        u.logged_at = t;
+    }
+    boost::json::object f;
+    f["subscription"] = sub_id;
+    f["unrecorded"] = count;
+    f["detail"] = "refused signatures past deadLetter.refusedSignatureRecords are answered and "
+                  "counted (wopbridge_verification_refusals_unrecorded_total), not written";
+    log_line("warn", "dead_letter.refusals_unrecorded", std::move(f));
+    return false;
 }
 
 void bridge::impl::count_ingest(const std::string& sub_id, submit_status status) {
@@ -255,20 +290,23 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
     }
     auto v = intake::verify_webhook(sub->verification, secrets, req, t / 1000);
     if (v.refused) {
-        verification_refusal ref;
-        ref.subscription_id = sub->id;
-        ref.dedup_key = box->dedup_key(sub->id, v.webhook_id.empty() ? mint("evt") : v.webhook_id);
-        ref.attempt_event_id = mint("evt");
-        ref.at = t;
-        ref.expires_at = t + settings.refused_signature_retention_ms;
-        auto recorded = st->record_verification_refusal(ref);
-        if (!recorded) {
-            done(status_only(submit_status::unavailable, "the refusal could not be recorded"));
-            return;
+        // Recorded within the budget (RFC 0230 §C.1: a malformed post is a refused ingest too);
+        // past it answered alike, counted and not written, so a flood cannot fill the disk.
+        if (refusal_record_admitted(sub->id)) {
+            verification_refusal ref;
+            ref.subscription_id = sub->id;
+            ref.dedup_key =
+                box->dedup_key(sub->id, v.webhook_id.empty() ? mint("evt") : v.webhook_id);
+            ref.attempt_event_id = mint("evt");
+            ref.at = t;
+            ref.expires_at = t + settings.refused_signature_retention_ms;
+            if (!st->record_verification_refusal(ref)) {
+                done(status_only(submit_status::unavailable, "the refusal could not be recorded"));
+                return;
+            }
+            metrics.increment("wopbridge_dead_letters_total", {{"reason", "verification_failed"}});
         }
-        metrics.increment("wopbridge_dead_letters_total", {{"reason", "verification_failed"}});
-        // Recorded alike (RFC 0230 §C.1: a malformed post is a refused ingest); a header not of
-        // its form is the sender's request error, so it is told which one.
+        // A header not of its form is the sender's request error, so it is told which one.
         if (!v.malformed_header.empty()) {
             done(status_only(submit_status::invalid, v.malformed_header));
             return;

@@ -359,9 +359,26 @@ void read_dead_letter(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_map(n, "deadLetter")) {
         return;
     }
-    r.check_keys(n, "deadLetter", {"retentionDays", "maxPageSize", "refusedSignatureRetention"});
+    r.check_keys(
+        n, "deadLetter",
+        {"retentionDays", "maxPageSize", "refusedSignatureRetention", "refusedSignatureRecords"});
     r.duration(n, "refusedSignatureRetention", "deadLetter",
                c.dead_letter.refused_signature_retention_ms, 60 * 1000);
+    YAML::Node records = n["refusedSignatureRecords"];
+    const std::string records_path = "deadLetter.refusedSignatureRecords";
+    if (reader::present(records) && r.expect_map(records, records_path)) {
+        r.check_keys(records, records_path, {"perSubscription", "total"});
+        auto budget = [&](const char* key, rate_limit& out) {
+            YAML::Node b = records[key];
+            if (reader::present(b) && b.IsScalar() && b.Scalar() == "off") {
+                out = rate_limit{}; // every refusal written, as before the budget
+            } else if (reader::present(b)) {
+                read_rate_limit(r, b, records_path + "." + key, out);
+            }
+        };
+        budget("perSubscription", c.dead_letter.refused_records_per_subscription);
+        budget("total", c.dead_letter.refused_records_total);
+    }
     r.integer_into(n, "retentionDays", "deadLetter", c.dead_letter.retention_days, 1, 36500);
     r.integer_into(n, "maxPageSize", "deadLetter", c.dead_letter.max_page_size, 1, 1000);
 }

@@ -177,6 +177,44 @@ TEST_F(BridgeTest, RefusedSignatureLeavesStateActiveAndDeadLettersTheRefusal) {
     EXPECT_TRUE(bridge_->list_deliveries("acme", reg.record.id, {}).value().items.empty());
 }
 
+TEST_F(BridgeTest, RefusalsPastTheRecordBudgetAreAnsweredAlikeAndCountedNotWritten) {
+    settings_.refused_records_per_subscription = {1, 3};
+    settings_.refused_records_total = {2, 5};
+    open();
+    auto a = register_webhook();
+    auto b = register_webhook();
+    auto forged = [&](const registration_result& reg, int n) {
+        auto post = signed_post(reg, "msg_budget_" + std::to_string(1000000 + n));
+        post.body = R"({"hello":"tampered"})";
+        return ingest(reg.record.id, post).status;
+    };
+    // a: 3 written (its burst), 2 more answered alike; b: 2 written (the total's burst of 5 spent).
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(forged(a, i), submit_status::signature_invalid) << i;
+    }
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(forged(b, 10 + i), submit_status::signature_invalid) << i;
+    }
+    auto stored = [&](const registration_result& reg) {
+        return bridge_->list_dead_letters("acme", reg.record.id, {}).value().items.size();
+    };
+    EXPECT_EQ(stored(a), 3u);
+    EXPECT_EQ(stored(b), 2u);
+    // A second refills one token of a's bucket and two of the total: one more record for a.
+    clock_.advance(1000);
+    EXPECT_EQ(forged(a, 20), submit_status::signature_invalid);
+    EXPECT_EQ(forged(a, 21), submit_status::signature_invalid);
+    EXPECT_EQ(stored(a), 4u);
+    // Signed posts never spend the budget.
+    EXPECT_EQ(ingest(a.record.id, signed_post(a, "msg_budget_signed_0001")).status,
+              submit_status::accepted);
+    EXPECT_EQ(state_of(a.record.id), sub_state::active);
+    const std::string text = bridge_->metrics_text();
+    const std::string series = "wopbridge_verification_refusals_unrecorded_total{subscription=\"";
+    EXPECT_NE(text.find(series + a.record.id + "\"} 3"), std::string::npos) << text;
+    EXPECT_NE(text.find(series + b.record.id + "\"} 1"), std::string::npos) << text;
+}
+
 TEST_F(BridgeTest, BestEffortDeliversUnverified) {
     open();
     auto reg = register_webhook("wf", {}, verification_mode::best_effort);

@@ -442,6 +442,26 @@ TEST_F(ConfigTest, ReadsDeliveryThroughputAndPerSubscriptionConcurrency) {
                 ::testing::Contains(HasSubstr("ordering")));
 }
 
+TEST_F(ConfigTest, ReadsTheRefusedSignatureRecordBudget) {
+    auto d = parse("server: {}\n");
+    ASSERT_TRUE(d);
+    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_per_subscription.rate, 1);
+    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_per_subscription.burst, 100);
+    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_total.rate, 5);
+    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_total.burst, 1000);
+    auto c = parse("deadLetter: {refusedSignatureRecords: {perSubscription: {rate: 0.5, burst: 7},"
+                   " total: off}}\n");
+    ASSERT_TRUE(c) << (c.errors.empty() ? "" : c.errors[0].to_string());
+    EXPECT_DOUBLE_EQ(c.value->dead_letter.refused_records_per_subscription.rate, 0.5);
+    EXPECT_DOUBLE_EQ(c.value->dead_letter.refused_records_per_subscription.burst, 7);
+    EXPECT_FALSE(c.value->dead_letter.refused_records_total.enabled());
+    EXPECT_EQ(make_bridge_settings(*c.value).refused_records_per_subscription.burst, 7);
+    EXPECT_THAT(errors("deadLetter: {refusedSignatureRecords: {total: {rate: 0}}}\n"),
+                ::testing::Contains(HasSubstr("deadLetter.refusedSignatureRecords.total.rate")));
+    EXPECT_THAT(errors("deadLetter: {refusedSignatureRecords: {perAddress: off}}\n"),
+                ::testing::Contains(HasSubstr("unknown key 'perAddress'")));
+}
+
 TEST_F(ConfigTest, RefusesBadRateLimits) {
     EXPECT_THAT(errors("server: {rateLimits: {perSubscription: {rate: 0}}}\n"),
                 ::testing::Contains(HasSubstr("server.rateLimits.perSubscription.rate")));
