@@ -94,14 +94,8 @@ TEST(ForgedFloodServeTest, DefaultPerAddressLimitAnswers429BeforeAnyWrite) {
     int throttled = 0;
     std::string retry_after;
     for (int i = 0; i < 400 && throttled == 0; ++i) {
-        http_call c;
-        c.method = "POST";
-        c.url = serve.url() + "/v1/ingest/orders";
-        c.headers = {{"content-type", "application/json"},
-                     {"webhook-id", "msg_forged" + std::to_string(100000 + i)},
-                     {"webhook-timestamp", std::to_string(std::time(nullptr))},
-                     {"webhook-signature", "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}};
-        c.body = R"({"forged":true})";
+        auto c = forged_post(serve.url() + "/v1/ingest/orders",
+                             "msg_forged" + std::to_string(100000 + i));
         auto r = perform(c);
         if (r.status == 401) {
             ++refused;
@@ -119,22 +113,7 @@ TEST(ForgedFloodServeTest, DefaultPerAddressLimitAnswers429BeforeAnyWrite) {
     EXPECT_FALSE(retry_after.empty());
 
     // Every verified-and-refused post kept its dead letter; the throttled one wrote nothing.
-    http_call page;
-    page.url = serve.url() + "/v1/trigger-subscriptions/orders/dead-letters";
-    page.headers = {{"authorization", "Bearer hk_probe"}};
-    std::size_t stored = 0;
-    for (int guard = 0; guard < 50; ++guard) {
-        auto r = perform(page);
-        ASSERT_EQ(r.status, 200) << r.body;
-        auto v = boost::json::parse(r.body).as_object();
-        stored += v.at("deliveries").as_array().size();
-        const auto* next = v.if_contains("nextCursor");
-        if (next == nullptr || !next->is_string()) {
-            break;
-        }
-        page.url = serve.url() + "/v1/trigger-subscriptions/orders/dead-letters?cursor=" +
-                   std::string(next->as_string());
-    }
+    const std::size_t stored = dead_letters(serve.url(), "orders");
     EXPECT_EQ(stored, static_cast<std::size_t>(refused));
 
     serve.signal(SIGTERM);

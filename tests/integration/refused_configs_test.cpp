@@ -27,17 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::string first_line(const std::string& text) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.empty()) {
-            return line;
-        }
-    }
-    return {};
-}
-
 void write_key(const std::string& path, std::size_t size, char fill, mode_t mode) {
     {
         std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -28,17 +28,6 @@ using ::testing::HasSubstr;
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-std::string first_line(const std::string& text) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.empty()) {
-            return line;
-        }
-    }
-    return {};
-}
-
 long long count_rows(const std::string& db, const char* sql) {
     sqlite3* h = nullptr;
     long long n = -1;

@@ -25,6 +25,17 @@ std::string read_text_file(const std::string& path) {
     return ss.str();
 }
 
+std::string first_line(const std::string& text) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.empty()) {
+            return line;
+        }
+    }
+    return {};
+}
+
 std::string thread_backtraces(pid_t pid) {
     // A start that hangs says where: every thread's stack, when gdb is on the machine.
     if (pid <= 0 || ::access("/usr/bin/gdb", X_OK) != 0) {

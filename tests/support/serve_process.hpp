@@ -34,6 +34,8 @@ private:
 };
 
 std::string read_text_file(const std::string& path);
+// The first non-empty line of `text` ("" when none): what a CLI's error output leads with.
+std::string first_line(const std::string& text);
 
 // A /proc/PID/status figure in KiB ("VmRSS", "VmHWM" = peak resident), or -1.
 long proc_status_kib(pid_t pid, const std::string& field);

@@ -134,8 +134,8 @@ void bridge::impl::note_store_damaged(std::string_view operation, const std::str
                  {{"operation", operation},
                   {"error", damage},
                   {"fix", "the database file is damaged: stop this node, check it with "
-                          "`wopbridge check-store --config FILE` (integrity_check) and restore it from a backup "
-                          "or salvage it (docs/guarantees/durable-intake.md); /readyz answers 503 "
+                          "`wopbridge check-store --config FILE` (integrity_check) and restore it "
+                          "from a backup or salvage it (docs/guarantees/durable-intake.md); /readyz answers 503 "
                           "until then"}});
     }
 }

@@ -104,6 +104,9 @@ private:
 
 void read_retry(reader& r, const YAML::Node& n, const std::string& path, retry_policy& out);
 void read_rate_limit(reader& r, const YAML::Node& n, const std::string& path, rate_limit& out);
+// The same, where `off` is also allowed (no limit); an absent key leaves `out` as it is.
+void read_rate_limit_or_off(reader& r, const YAML::Node& n, const std::string& path,
+                            rate_limit& out);
 void read_server(reader& r, const YAML::Node& n, config& c);
 void read_auth(reader& r, const YAML::Node& n, config& c);
 void read_store(reader& r, const YAML::Node& n, config& c);

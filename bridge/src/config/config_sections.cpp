@@ -59,6 +59,15 @@ void read_rate_limit(reader& r, const YAML::Node& n, const std::string& path, ra
     }
 }
 
+void read_rate_limit_or_off(reader& r, const YAML::Node& n, const std::string& path,
+                            rate_limit& out) {
+    if (reader::present(n) && n.IsScalar() && n.Scalar() == "off") {
+        out = rate_limit{};
+    } else if (reader::present(n)) {
+        read_rate_limit(r, n, path, out);
+    }
+}
+
 void read_server(reader& r, const YAML::Node& n, config& c) {
     const std::string path = "server";
     if (!r.expect_map(n, path)) {
@@ -105,14 +114,9 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
             read_rate_limit(r, limits["perSubscription"], "server.rateLimits.perSubscription",
                             s.per_subscription);
         }
-        YAML::Node per_address = limits["perSourceAddress"];
-        if (reader::present(per_address) && per_address.IsScalar() &&
-            per_address.Scalar() == "off") {
-            s.per_source_address = rate_limit{}; // behind a proxy every post has one address
-        } else if (reader::present(per_address)) {
-            read_rate_limit(r, limits["perSourceAddress"], "server.rateLimits.perSourceAddress",
-                            s.per_source_address);
-        }
+        // `off` behind a proxy, where every post has one address.
+        read_rate_limit_or_off(r, limits["perSourceAddress"], "server.rateLimits.perSourceAddress",
+                               s.per_source_address);
     }
     YAML::Node tls = n["tls"];
     if (reader::present(tls) && r.expect_map(tls, "server.tls")) {
@@ -368,16 +372,11 @@ void read_dead_letter(reader& r, const YAML::Node& n, config& c) {
     const std::string records_path = "deadLetter.refusedSignatureRecords";
     if (reader::present(records) && r.expect_map(records, records_path)) {
         r.check_keys(records, records_path, {"perSubscription", "total"});
-        auto budget = [&](const char* key, rate_limit& out) {
-            YAML::Node b = records[key];
-            if (reader::present(b) && b.IsScalar() && b.Scalar() == "off") {
-                out = rate_limit{}; // every refusal written, as before the budget
-            } else if (reader::present(b)) {
-                read_rate_limit(r, b, records_path + "." + key, out);
-            }
-        };
-        budget("perSubscription", c.dead_letter.refused_records_per_subscription);
-        budget("total", c.dead_letter.refused_records_total);
+        // `off` writes every refusal, as before the budget.
+        read_rate_limit_or_off(r, records["perSubscription"], records_path + ".perSubscription",
+                               c.dead_letter.refused_records_per_subscription);
+        read_rate_limit_or_off(r, records["total"], records_path + ".total",
+                               c.dead_letter.refused_records_total);
     }
     r.integer_into(n, "retentionDays", "deadLetter", c.dead_letter.retention_days, 1, 36500);
     r.integer_into(n, "maxPageSize", "deadLetter", c.dead_letter.max_page_size, 1, 1000);
