@@ -112,13 +112,13 @@ TEST_F(StoreCheckServeTest, ADuplicateInAUniqueIndexIsRefusedAtStartAndListedByC
 
 TEST_F(StoreCheckServeTest, AnIndexMissingRowsIsRefusedUnlessTheOperatorChoseTheQuickCheck) {
     serve_events(write_config());
-    ASSERT_EQ(empty_an_index(db(), "deliveries_by_subscription_status_due"), "");
+    ASSERT_EQ(empty_an_index(db(), "deliveries_by_subscription"), "");
 
     auto config = write_config();
     auto served = run_program({WOPBRIDGE_PROGRAM, "serve", "--config", config}, 60, {}, true);
     EXPECT_EQ(served.exit_code, 1) << served.stdout_text;
     EXPECT_THAT(first_line(served.stdout_text),
-                HasSubstr("missing from index deliveries_by_subscription_status_due"));
+                HasSubstr("missing from index deliveries_by_subscription"));
 
     // The quick check is the documented trade: pages only, so this file is served.
     config = write_config(", startupCheck: quick");
@@ -129,7 +129,7 @@ TEST_F(StoreCheckServeTest, AnIndexMissingRowsIsRefusedUnlessTheOperatorChoseThe
     auto listed = run_program({WOPBRIDGE_PROGRAM, "check-store", "--config", config}, 60, {}, true);
     EXPECT_EQ(listed.exit_code, 1) << listed.stdout_text;
     EXPECT_THAT(listed.stdout_text,
-                HasSubstr("missing from index deliveries_by_subscription_status_due"));
+                HasSubstr("missing from index deliveries_by_subscription"));
     p.signal(SIGTERM);
     EXPECT_EQ(p.wait_exit(), 0);
 }

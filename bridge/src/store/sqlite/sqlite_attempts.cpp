@@ -52,7 +52,6 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
     connection& c = *writer_;
     const delivery_attempt attempt = codec::recorded_attempt(rec);
     const std::string payload = codec::attempt_payload_json(attempt);
-    std::string reserved_run_id;
     // The common case settles the row in one statement: this subscription's delivery, not yet
     // settled, reserved at intake for this run. Anything else is told apart below.
     bool settled = false;
@@ -68,10 +67,9 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
             .bind(5, rec.subscription_id);
         WB_TRY(upd.run());
         settled = c.changes() == 1;
-        reserved_run_id = rec.run->id;
     }
     if (!settled) {
-        auto st = c.prepare("SELECT status, subscription_id, run_id FROM deliveries WHERE id = ?1");
+        auto st = c.prepare("SELECT status, subscription_id FROM deliveries WHERE id = ?1");
         st.bind(1, rec.delivery_id);
         auto row = st.step();
         if (!row) {
@@ -89,7 +87,6 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
             *status == delivery_status::dead_lettered) {
             return errc::conflict;
         }
-        reserved_run_id = st.text(2);
     }
 
     switch (attempt.outcome) {
@@ -129,12 +126,6 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
                                  "run_id = ?4 WHERE id = ?1");
             upd.bind(1, rec.delivery_id).bind(2, attempt.attempt).bind(3, rec.at).bind(4, run.id);
             WB_TRY(upd.run());
-        }
-        if (run.id != reserved_run_id) {
-            auto dd = c.prepare("UPDATE dedup SET run_id = ?1 "
-                                "WHERE subscription_id = ?2 AND delivery_id = ?3");
-            dd.bind(1, run.id).bind(2, rec.subscription_id).bind(3, rec.delivery_id);
-            WB_TRY(dd.run());
         }
         break;
     }

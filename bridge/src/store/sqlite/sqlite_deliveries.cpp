@@ -37,9 +37,9 @@ sqlite_store::deliveries_by_dedup_key(const std::string& subscription_id,
     return read_transaction([&]() -> result<std::map<std::string, delivery>> {
         std::map<std::string, delivery> out;
         for (const auto& key : keys) {
-            auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM dedup x "
-                                       "JOIN deliveries d ON d.id = x.delivery_id "
-                                       "WHERE x.subscription_id = ?1 AND x.dedup_key = ?2");
+            auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d "
+                                       "WHERE d.subscription_id = ?1 AND d.dedup_key = ?2 "
+                                       "AND d.dedup_expires_at IS NOT NULL");
             st.bind(1, subscription_id).bind(2, key);
             auto row = st.step();
             if (!row) {
@@ -241,18 +241,18 @@ result<std::vector<subscription_delivery_stats>> sqlite_store::delivery_stats(mi
 
 result<std::vector<subscription_delivery_stats>> sqlite_store::outstanding_work(millis now) {
     return read_transaction([&]() -> result<std::vector<subscription_delivery_stats>> {
-        // Each count is a range of deliveries_by_subscription_status_due: (subscription, status
+        // Each count is a range of deliveries_unsettled: (subscription, status
         // [, due_at]), so delivered and dead-lettered history is never read.
         auto st =
             reader_->prepare("SELECT s.id, "
                              "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
-                             "AND d.status = 'pending'), "
+                             "AND d.status = 'pending' AND d.status <> 'delivered'), "
                              "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
-                             "AND d.status = 'pending' AND d.due_at <= ?1), "
+                             "AND d.status = 'pending' AND d.status <> 'delivered' AND d.due_at <= ?1), "
                              "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
-                             "AND d.status = 'in_flight'), "
+                             "AND d.status = 'in_flight' AND d.status <> 'delivered'), "
                              "(SELECT COUNT(*) FROM deliveries d WHERE d.subscription_id = s.id "
-                             "AND d.status = 'held'), "
+                             "AND d.status = 'held' AND d.status <> 'delivered'), "
                              "(SELECT COUNT(*) FROM dead_letters x WHERE x.subscription_id = s.id "
                              "AND x.expires_at > ?1) "
                              "FROM subscriptions s ORDER BY s.id");
@@ -324,7 +324,7 @@ result<int> sqlite_store::release_held(const std::string& subscription_id, milli
         // All become due at the same instant; claim order then falls back to arrival (seq).
         auto st = writer_->prepare("UPDATE deliveries SET status = 'pending', due_at = ?2, "
                                    "updated_at = ?2 WHERE subscription_id = ?1 "
-                                   "AND status = 'held'");
+                                   "AND status = 'held' AND status <> 'delivered'");
         st.bind(1, subscription_id).bind(2, now);
         WB_TRY(st.run());
         return static_cast<int>(writer_->changes());

@@ -47,57 +47,68 @@ result<void> sqlite_store::record_verification_refusal(const verification_refusa
 
 result<intake_outcome> sqlite_store::intake_locked(const intake_request& req) {
     connection& c = *writer_;
-    // No existence check first: the foreign keys of dedup and deliveries refuse an unknown
-    // subscription (SQLITE_CONSTRAINT_FOREIGNKEY -> not_found) in the same statements.
-    if (req.dedup_enabled) {
-        // The uniqueness constraint is the dedup check: no check-then-insert. An expired row
-        // (retention over) is taken over by the new delivery.
-        auto ins = c.prepare(
-            "INSERT INTO dedup (subscription_id, dedup_key, delivery_id, run_id, expires_at) "
-            "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (subscription_id, dedup_key) DO UPDATE "
-            "SET delivery_id = excluded.delivery_id, run_id = excluded.run_id, "
-            "expires_at = excluded.expires_at WHERE dedup.expires_at < ?6 RETURNING 1");
-        ins.bind(1, req.subscription_id)
-            .bind(2, req.dedup_key)
-            .bind(3, req.delivery_id)
-            .bind(4, req.run_id)
-            .bind(5, req.dedup_expires_at)
-            .bind(6, req.received_at);
-        auto row = ins.step();
-        if (!row) {
-            return row.error();
+    // One statement: the delivery's row carries its claim on the dedup key (migration 11), and
+    // the partial unique index deliveries_dedup is the dedup check, inside this commit. No
+    // existence check of the subscription first: the foreign key refuses an unknown one
+    // (SQLITE_CONSTRAINT_FOREIGNKEY -> not_found).
+    const auto insert = [&]() -> result<bool> {
+        auto dlv = c.prepare(
+            "INSERT INTO deliveries (id, subscription_id, tenant, dedup_key, run_id, status, "
+            "attempts, due_at, lease_until, received_at, updated_at, last_error, content_json, "
+            "dedup_expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?8, '', ?9, ?10) "
+            "ON CONFLICT (subscription_id, dedup_key) WHERE dedup_expires_at IS NOT NULL "
+            "DO NOTHING");
+        dlv.bind(1, req.delivery_id)
+            .bind(2, req.subscription_id)
+            .bind(3, req.tenant)
+            .bind(4, req.dedup_key)
+            .bind(5, req.run_id)
+            .bind(6, codec::name_of(req.hold ? delivery_status::held : delivery_status::pending))
+            .bind(7, req.due_at)
+            .bind(8, req.received_at)
+            .bind(9, req.content_json);
+        if (req.dedup_enabled) {
+            dlv.bind(10, req.dedup_expires_at);
+        } else {
+            dlv.bind_null(10);
         }
-        bool claimed = *row;
-        WB_TRY(ins.run());
-        if (!claimed) {
-            auto orig = c.prepare("SELECT delivery_id, run_id FROM dedup "
-                                  "WHERE subscription_id = ?1 AND dedup_key = ?2");
-            orig.bind(1, req.subscription_id).bind(2, req.dedup_key);
-            auto found = orig.step();
-            if (!found) {
-                return found.error();
-            }
-            if (!*found) {
-                return errc::internal;
-            }
-            return intake_outcome{intake_status::duplicate, orig.text(0), orig.text(1)};
+        if (auto ran = dlv.run(); !ran) {
+            return result<bool>(boost::system::in_place_error, ran.error());
+        }
+        return c.changes() == 1;
+    };
+    auto inserted = insert();
+    if (!inserted) {
+        return inserted.error();
+    }
+    if (!*inserted) {
+        // The key is claimed. Past its retention the claim is let go and this delivery takes
+        // the key; within it, this is a duplicate of the claiming delivery.
+        auto orig = c.prepare("SELECT seq, id, run_id, dedup_expires_at FROM deliveries "
+                              "WHERE subscription_id = ?1 AND dedup_key = ?2 "
+                              "AND dedup_expires_at IS NOT NULL");
+        orig.bind(1, req.subscription_id).bind(2, req.dedup_key);
+        auto found = orig.step();
+        if (!found) {
+            return found.error();
+        }
+        if (!*found) {
+            return errc::internal;
+        }
+        if (orig.int64(3) >= req.received_at) {
+            return intake_outcome{intake_status::duplicate, orig.text(1), orig.text(2)};
+        }
+        auto release = c.prepare("UPDATE deliveries SET dedup_expires_at = NULL WHERE seq = ?1");
+        release.bind(1, orig.int64(0));
+        WB_TRY(release.run());
+        inserted = insert();
+        if (!inserted) {
+            return inserted.error();
+        }
+        if (!*inserted) {
+            return errc::internal;
         }
     }
-    // The content is stored once, in its delivery's row (migration 10).
-    auto dlv =
-        c.prepare("INSERT INTO deliveries (id, subscription_id, tenant, dedup_key, run_id, status, "
-                  "attempts, due_at, lease_until, received_at, updated_at, last_error, "
-                  "content_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?8, '', ?9)");
-    dlv.bind(1, req.delivery_id)
-        .bind(2, req.subscription_id)
-        .bind(3, req.tenant)
-        .bind(4, req.dedup_key)
-        .bind(5, req.run_id)
-        .bind(6, codec::name_of(req.hold ? delivery_status::held : delivery_status::pending))
-        .bind(7, req.due_at)
-        .bind(8, req.received_at)
-        .bind(9, req.content_json);
-    WB_TRY(dlv.run());
     return intake_outcome{req.hold ? intake_status::held : intake_status::accepted, req.delivery_id,
                           req.run_id};
 }

@@ -30,7 +30,7 @@ result<std::string> sqlite_store::bind_host_key_check(const std::string& check,
 result<bool> sqlite_store::has_keyed_rows() {
     auto any = read_transaction([&]() -> result<std::int64_t> {
         auto st = reader_->prepare("SELECT EXISTS (SELECT 1 FROM subscriptions) OR "
-                                   "EXISTS (SELECT 1 FROM dedup) OR "
+                                   "EXISTS (SELECT 1 FROM deliveries WHERE dedup_expires_at IS NOT NULL) OR "
                                    "EXISTS (SELECT 1 FROM outbound_webhooks)");
         auto row = st.step();
         if (!row) {

@@ -12,7 +12,7 @@ using store_codec::migration;
 
 // Times are int64 milliseconds since the epoch (UTC). Enum columns hold the wire spellings
 // (store_codec). `seq` columns give arrival order and are the page keys.
-constexpr std::array<migration, 10> migrations{{
+constexpr std::array<migration, 11> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -342,6 +342,23 @@ CREATE INDEX runs_running ON runs (created_at, id) WHERE status = 'running';
 CREATE INDEX runs_by_tenant_created ON runs (tenant, created_at, id);
 CREATE UNIQUE INDEX run_events_by_run ON run_events (run_id, sequence);
 CREATE UNIQUE INDEX run_events_by_event_id ON run_events (event_id);
+)sql"},
+    // 11: dedup inside deliveries. The dedup table's row (keyed by a keyed hash, so each intake
+    // landed on a different leaf and split it in turn) and its expiry index were two B-trees more
+    // per event; a delivery now holds its own claim on its key (dedup_expires_at, NULL: none) under
+    // a partial unique index, and an expired claim is let go when the key comes again. The due
+    // index keeps only unsettled rows: a delivered one left it, so it no longer grows with history.
+    {11, R"sql(
+ALTER TABLE deliveries ADD COLUMN dedup_expires_at INTEGER;
+UPDATE deliveries SET dedup_expires_at = x.expires_at
+    FROM dedup x WHERE x.delivery_id = deliveries.id
+    AND x.subscription_id = deliveries.subscription_id AND x.dedup_key = deliveries.dedup_key;
+CREATE UNIQUE INDEX deliveries_dedup ON deliveries (subscription_id, dedup_key)
+    WHERE dedup_expires_at IS NOT NULL;
+DROP TABLE dedup;
+DROP INDEX deliveries_by_subscription_status_due;
+CREATE INDEX deliveries_unsettled ON deliveries (subscription_id, status, due_at, seq)
+    WHERE status <> 'delivered';
 )sql"},
 }};
 

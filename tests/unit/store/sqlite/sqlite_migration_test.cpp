@@ -1,6 +1,7 @@
-// A store written by the previous release's schema (version 9: content in delivery_contents,
-// AUTOINCREMENT deliveries, WITHOUT ROWID run_events) opened by this build: migration 10 moves it
-// to the lean write path, and nothing it held is lost or changes meaning.
+// Stores written by earlier releases' schemas opened by this build: version 9 (content in
+// delivery_contents, AUTOINCREMENT deliveries, WITHOUT ROWID run_events), which migration 10 moved
+// to the lean write path, and version 10 (the dedup table), which migration 11 folds into the
+// delivery rows. Nothing they held is lost or changes meaning.
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_migrations.hpp"
 #include "store/store.hpp"
@@ -193,6 +194,104 @@ TEST_F(SqliteMigrationTest, LeanSchemaShapesTheHotTables) {
     EXPECT_NE(sql_of("run_events").find("seq          INTEGER PRIMARY KEY"), std::string::npos);
     EXPECT_NE(sql_of("runs_running").find("WHERE status = 'running'"), std::string::npos);
     EXPECT_FALSE(sql_of("run_events_by_event_id").empty());
+    // Dedup claims live in the delivery row (11); the due index holds only unsettled rows.
+    EXPECT_TRUE(sql_of("dedup").empty());
+    EXPECT_TRUE(sql_of("dedup_by_expiry").empty());
+    EXPECT_NE(sql_of("deliveries_dedup").find("WHERE dedup_expires_at IS NOT NULL"),
+              std::string::npos);
+    EXPECT_NE(sql_of("deliveries_unsettled").find("WHERE status <> 'delivered'"),
+              std::string::npos);
+}
+
+// A store of schema 10 (the dedup table beside deliveries): its live claims still hold, an
+// expired one is taken by the next delivery of its key, and a key an older delivery once held
+// belongs to the delivery its dedup row named.
+TEST_F(SqliteMigrationTest, SchemaTenDedupRowsBecomeTheirDeliveriesClaims) {
+    {
+        auto donor = open_sqlite_store(sqlite_options{dir_.file("donor.db")});
+        ASSERT_TRUE(donor);
+        subscription s;
+        s.id = "sub_a";
+        s.tenant = "acme";
+        s.workflow_id = "wf_orders";
+        s.created_at = s.updated_at = t0;
+        ASSERT_TRUE((*donor)->insert_subscription(s));
+    }
+    {
+        auto c = raw(path(), true);
+        ASSERT_TRUE(c);
+        std::string why;
+        ASSERT_TRUE(sqlite::migrate_to(*c, 10, why)) << why;
+        const std::string attach = "ATTACH DATABASE '" + dir_.file("donor.db") + "' AS donor";
+        ASSERT_TRUE(c->exec(attach.c_str())) << c->last_error();
+        ASSERT_TRUE(c->exec("INSERT INTO subscriptions SELECT * FROM donor.subscriptions"))
+            << c->last_error();
+        ASSERT_TRUE(c->exec("DETACH DATABASE donor"));
+        // k_old: dlv_0 held it, its retention ran out and dlv_3 took it over (the row names
+        // dlv_3). k_live: dlv_1, within retention. k_gone: dlv_2, retention over.
+        const char* rows = R"sql(
+INSERT INTO deliveries (id, subscription_id, tenant, dedup_key, run_id, status, attempts, due_at,
+                        lease_until, received_at, updated_at, last_error, content_json)
+    VALUES ('dlv_0', 'sub_a', 'acme', 'k_old', 'run_0', 'delivered', 1, 1700000000000, 0,
+            1700000000000, 1700000000000, '', '{}'),
+           ('dlv_1', 'sub_a', 'acme', 'k_live', 'run_1', 'delivered', 1, 1800000000000, 0,
+            1800000000000, 1800000000000, '', '{}'),
+           ('dlv_2', 'sub_a', 'acme', 'k_gone', 'run_2', 'pending', 0, 1799000000000, 0,
+            1799000000000, 1799000000000, '', '{}'),
+           ('dlv_3', 'sub_a', 'acme', 'k_old', 'run_3', 'pending', 0, 1800000000000, 0,
+            1800000000000, 1800000000000, '', '{}');
+INSERT INTO dedup (subscription_id, dedup_key, delivery_id, run_id, expires_at)
+    VALUES ('sub_a', 'k_live', 'dlv_1', 'run_1', 1800086400000),
+           ('sub_a', 'k_gone', 'dlv_2', 'run_2', 1799086400000),
+           ('sub_a', 'k_old', 'dlv_3', 'run_3', 1800086400000);
+)sql";
+        ASSERT_TRUE(c->exec(rows)) << c->last_error();
+    }
+    auto opened = open_sqlite_store(sqlite_options{path()});
+    ASSERT_TRUE(opened);
+    auto& st = **opened;
+    auto intake = [&](const std::string& key, const std::string& n) {
+        intake_request r;
+        r.subscription_id = "sub_a";
+        r.tenant = "acme";
+        r.dedup_enabled = true;
+        r.dedup_key = key;
+        r.delivery_id = "dlv_new_" + n;
+        r.run_id = "run_new_" + n;
+        r.received_at = r.due_at = t0 + 10;
+        r.content_json = "{}";
+        r.dedup_expires_at = t0 + 86'400'000;
+        return st.intake_sync(r).value();
+    };
+    auto live = intake("k_live", "a");
+    EXPECT_EQ(live.status, intake_status::duplicate);
+    EXPECT_EQ(live.delivery_id, "dlv_1");
+    EXPECT_EQ(live.run_id, "run_1");
+    auto old = intake("k_old", "b");
+    EXPECT_EQ(old.status, intake_status::duplicate);
+    EXPECT_EQ(old.delivery_id, "dlv_3");
+    auto gone = intake("k_gone", "c");
+    EXPECT_EQ(gone.status, intake_status::accepted);
+    EXPECT_EQ(gone.delivery_id, "dlv_new_c");
+    EXPECT_EQ(intake("k_gone", "d").delivery_id, "dlv_new_c"); // the new claim holds
+    auto found = st.deliveries_by_dedup_key("sub_a", {"k_live", "k_old", "k_gone", "k_none"});
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->size(), 3u);
+    EXPECT_EQ(found->at("k_old").id, "dlv_3");
+    EXPECT_EQ(found->at("k_gone").id, "dlv_new_c");
+    // The pending deliveries of the old file are still due, in arrival order.
+    auto claimed = st.claim_due(t0 + 20, 10, 60'000);
+    ASSERT_TRUE(claimed);
+    ASSERT_EQ(claimed->size(), 3u);
+    EXPECT_EQ(claimed->at(0).id, "dlv_2");
+    opened->reset();
+
+    auto c = raw(path());
+    ASSERT_TRUE(c);
+    EXPECT_EQ(count(*c, "SELECT COUNT(*) FROM deliveries WHERE dedup_expires_at IS NOT NULL"), 3);
+    auto check = c->prepare("PRAGMA integrity_check");
+    ASSERT_TRUE(check.step().value());
+    EXPECT_EQ(check.text(0), "ok");
 }
 
 } // namespace

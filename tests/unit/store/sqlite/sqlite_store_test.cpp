@@ -63,7 +63,7 @@ class SqliteStoreTest : public ::testing::Test {
                                           step.rfind("SCAN d", 0) == 0 ||
                                           step.rfind("SCAN x", 0) == 0;
             if (reads_deliveries) {
-                EXPECT_NE(step.find("deliveries_by_subscription_status_due (subscription_id=? AND "
+                EXPECT_NE(step.find("deliveries_unsettled (subscription_id=? AND "
                                     "status=?"),
                           std::string::npos);
                 seeks = true;
@@ -317,7 +317,7 @@ TEST_F(SqliteStoreTest, DueQueriesSeekPerSubscriptionInsteadOfScanningTheBacklog
     // Leases are few (at most what was claimed); their rows are found by the same seek.
     auto leases = plan(sqlite::due_queries::expired_leases_of_subscription);
     ASSERT_FALSE(leases.empty());
-    EXPECT_NE(leases[0].find("deliveries_by_subscription_status_due (subscription_id=? AND "
+    EXPECT_NE(leases[0].find("deliveries_unsettled (subscription_id=? AND "
                              "status=?"),
               std::string::npos)
         << leases[0];
