@@ -63,8 +63,9 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
     inbound_http_request in;
     in.method = ctx->req.method;
     in.target = ctx->req.target;
-    in.headers = ctx->req.headers;
-    in.body = ctx->req.body;
+    // The request is not read again past here: its headers and body move, not copy.
+    in.headers = std::move(ctx->req.headers);
+    in.body = std::move(ctx->req.body);
     in.remote_address = ctx->req.remote;
 
     auto sink = ctx->sink; // callbacks own the sink only, never the api

@@ -245,6 +245,43 @@ TEST_P(StoreContractTest, DeadLetteredAttemptWritesDeadLetterAndStateChange) {
     EXPECT_EQ(dl.caused_state_change->reason, state_reason::retry_exhausted);
 }
 
+// A subscription read (and cached) before an attempt is read afresh when the attempt changed its
+// row, and stays as it was when the attempt changed nothing there.
+TEST_P(StoreContractTest, ASubscriptionReadAfterAnAttemptShowsWhatTheAttemptChanged) {
+    add_subscription("sub_a");
+    for (int i = 1; i <= 3; ++i) {
+        must_intake(make_intake("sub_a", "k" + std::to_string(i), std::to_string(i)));
+    }
+    ASSERT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 0);
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 3u);
+    auto failed = base_record(claimed[0], 1, attempt_outcome::retrying, t0 + 10);
+    failed.next_due_at = t0 + 5000;
+    failed.error = "upstream 503";
+    failed.consecutive_failures = 1;
+    failed.next_probe_at = t0 + 900;
+    ASSERT_TRUE(store_->record_attempt(failed));
+    auto after_failure = store_->get_subscription("sub_a");
+    ASSERT_TRUE(after_failure);
+    EXPECT_EQ(after_failure->consecutive_failures, 1);
+    EXPECT_EQ(after_failure->next_probe_at, t0 + 900);
+
+    auto again = base_record(claimed[1], 1, attempt_outcome::retrying, t0 + 20);
+    again.next_due_at = t0 + 5000;
+    again.consecutive_failures = 1; // unchanged
+    again.next_probe_at = t0 + 900;
+    ASSERT_TRUE(store_->record_attempt(again));
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 1);
+
+    auto recovered = base_record(claimed[2], 1, attempt_outcome::retrying, t0 + 30);
+    recovered.next_due_at = t0 + 5000;
+    recovered.consecutive_failures = 0;
+    recovered.next_probe_at = 0;
+    ASSERT_TRUE(store_->record_attempt(recovered));
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 0);
+    EXPECT_EQ(store_->get_subscription("sub_a")->next_probe_at, 0);
+}
+
 TEST_P(StoreContractTest, StateChangeConflictInAttemptRollsBackEverything) {
     add_subscription("sub_a");
     must_intake(make_intake("sub_a", "k", "1"));

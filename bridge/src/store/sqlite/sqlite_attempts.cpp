@@ -165,6 +165,9 @@ result<void> sqlite_store::record_attempt_locked(const attempt_record& rec) {
                          "(consecutive_failures <> ?2 OR next_probe_at <> ?3)");
     sub.bind(1, rec.subscription_id).bind(2, rec.consecutive_failures).bind(3, rec.next_probe_at);
     WB_TRY(sub.run());
+    if (c.changes() > 0 || rec.state_change_caused) {
+        changed_subscriptions_.insert(rec.subscription_id);
+    }
     if (rec.state_change_caused) {
         WB_TRY(apply_state_change(c, *rec.state_change_caused, rec.state_change_event_id, rec.at,
                                   rec.attempt_event_id));

@@ -260,13 +260,12 @@ void sqlite_store::run_batch(const std::vector<queued_write>& batch,
             failed = r.error();
         }
     }
-    for (const auto& w : batch) {
-        if (const auto* a = std::get_if<queued_attempts>(&w)) {
-            for (const auto& rec : *a->recs) {
-                forget_subscription(rec.subscription_id);
-            }
-        }
+    // Only a subscription whose row an attempt changed leaves the cache (most attempts change
+    // nothing there): forgetting on every batch made each ingest read its subscription again.
+    for (const auto& id : changed_subscriptions_) {
+        forget_subscription(id);
     }
+    changed_subscriptions_.clear();
     if (failed) {
         // Nothing of this batch is durable: no request may be told it was accepted.
         for (std::size_t i = 0; i < batch.size(); ++i) {

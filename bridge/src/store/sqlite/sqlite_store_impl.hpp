@@ -24,6 +24,7 @@
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 
@@ -365,6 +366,9 @@ class sqlite_store final : public store {
     std::mutex subs_mu_;
     std::unordered_map<std::string, subscription> subs_cache_;
     std::uint64_t subs_generation_ = 0;
+    // Under write_mu_: subscriptions whose row the batch's attempts changed (run_batch forgets
+    // them once it has committed or rolled back).
+    std::unordered_set<std::string> changed_subscriptions_;
 
     std::mutex queue_mu_;
     std::condition_variable queue_cv_;
