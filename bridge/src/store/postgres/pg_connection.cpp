@@ -167,9 +167,40 @@ result<rows> connection::exec(const char* sql, const std::vector<param>& params)
     }
     ++round_trips_;
     sqlstate_.clear();
-    PGresult* r = params.empty() ? PQexec(conn_, sql)
+    return finish(params.empty() ? PQexec(conn_, sql)
                                  : PQexecParams(conn_, sql, static_cast<int>(values.size()),
-                                                nullptr, values.data(), nullptr, nullptr, 0);
+                                                nullptr, values.data(), nullptr, nullptr, 0));
+}
+
+result<rows> connection::exec_prepared(const char* sql, const std::vector<param>& params) {
+    auto it = prepared_.find(sql);
+    if (it == prepared_.end()) {
+        if (prepared_.size() >= max_prepared) {
+            return exec(sql, params);
+        }
+        std::string name = "wb" + std::to_string(prepared_.size());
+        ++round_trips_;
+        sqlstate_.clear();
+        // Parameter types are left to the server, as with exec.
+        auto made = finish(PQprepare(conn_, name.c_str(), sql, static_cast<int>(params.size()),
+                                     nullptr));
+        if (!made) {
+            return made.error();
+        }
+        it = prepared_.emplace(sql, std::move(name)).first;
+    }
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& v : params) {
+        values.push_back(v ? v->c_str() : nullptr);
+    }
+    ++round_trips_;
+    sqlstate_.clear();
+    return finish(PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()),
+                                 values.data(), nullptr, nullptr, 0));
+}
+
+result<rows> connection::finish(PGresult* r) {
     rows out(r);
     const auto status = r == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(r);
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
@@ -205,6 +236,7 @@ result<void> connection::ensure(bool force) {
         return {};
     }
     PQreset(conn_);
+    prepared_.clear(); // a new session has none of them
     if (!healthy()) {
         return errc::store_unavailable;
     }

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -132,6 +133,12 @@ class connection {
     // resource/serialization failures -> store_unavailable, data exceptions (not UTF-8, ...) ->
     // invalid_argument, anything else -> internal. Parameters are C strings (no NUL bytes).
     result<rows> exec(const char* sql, const std::vector<param>& params = {});
+    // The same through a statement this connection prepared the first time it met `sql` (by
+    // text): the server parses and plans it once, not on every call. For the hot, fixed
+    // statements of intake, claims and settlements; past max_prepared distinct texts it falls
+    // back to exec.
+    result<rows> exec_prepared(const char* sql, const std::vector<param>& params);
+    static constexpr std::size_t max_prepared = 64;
     // A statement whose result is not needed (BEGIN, COMMIT, ...).
     result<void> run(const char* sql, const std::vector<param>& params = {});
 
@@ -151,8 +158,10 @@ class connection {
   private:
     connection(pg_conn* c) noexcept : conn_(c) {}
     result<void> configure();
+    result<rows> finish(pg_result* r);
 
     pg_conn* conn_;
+    std::unordered_map<std::string, std::string> prepared_; // SQL text -> statement name
     std::string sqlstate_;
     std::uint64_t round_trips_ = 0;
 };

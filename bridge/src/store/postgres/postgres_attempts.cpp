@@ -14,9 +14,16 @@ result<void> postgres_store::record_attempt(const attempt_record& rec) {
             token = it->second.token;
         }
     }
-    const subscription_forget forget{*this, rec.subscription_id};
-    auto out = transaction(
-        [&](connection& c) -> result<void> { return record_attempt_locked(c, rec, token); });
+    // Forgotten only when the attempt changed the subscription's row (or failed midway): most
+    // delivered attempts change nothing there, and forgetting made the next ingest read it again.
+    bool changed = false;
+    auto out = transaction([&](connection& c) -> result<void> {
+        changed = false;
+        return record_attempt_locked(c, rec, token, changed);
+    });
+    if (changed || !out) {
+        forget_subscription(rec.subscription_id);
+    }
     if (out || out.error() == errc::conflict || out.error() == errc::not_found) {
         std::lock_guard lock(lease_mu_);
         leases_.erase(rec.delivery_id);
@@ -37,24 +44,24 @@ std::vector<result<void>> postgres_store::record_attempts(const std::vector<atte
             }
         }
     }
-    struct forget_all_of_batch {
-        postgres_store& self;
-        const std::vector<attempt_record>& recs;
-        ~forget_all_of_batch() {
-            for (const auto& rec : recs) {
-                self.forget_subscription(rec.subscription_id);
-            }
-        }
-    } forget{*this, recs};
+    std::vector<bool> changed(recs.size(), false);
     auto all = transaction([&](connection& c) -> result<void> {
+        changed.assign(recs.size(), false);
         for (std::size_t i = 0; i < recs.size(); ++i) {
             if (recs[i].attempt.outcome == attempt_outcome::delivered && !recs[i].run) {
                 return errc::invalid_argument;
             }
-            WB_TRY(record_attempt_locked(c, recs[i], tokens[i]));
+            bool ch = false;
+            WB_TRY(record_attempt_locked(c, recs[i], tokens[i], ch));
+            changed[i] = ch;
         }
         return {};
     });
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+        if (changed[i] || !all) {
+            forget_subscription(recs[i].subscription_id);
+        }
+    }
     if (all) {
         std::lock_guard lock(lease_mu_);
         for (const auto& rec : recs) {
@@ -69,9 +76,10 @@ std::vector<result<void>> postgres_store::record_attempts(const std::vector<atte
 }
 
 result<void> postgres_store::record_attempt_locked(connection& c, const attempt_record& rec,
-                                                   std::optional<std::int64_t> token) {
+                                                   std::optional<std::int64_t> token,
+                                                   bool& subscription_changed) {
     // The row lock orders this settlement against claims and settlements of other nodes.
-    auto cur = c.exec("SELECT status, subscription_id, run_id, lease_token FROM deliveries "
+    auto cur = c.exec_prepared("SELECT status, subscription_id, run_id, lease_token FROM deliveries "
                       "WHERE id = $1 FOR UPDATE",
                       {p(rec.delivery_id)});
     if (!cur) {
@@ -131,13 +139,18 @@ result<void> postgres_store::record_attempt_locked(connection& c, const attempt_
             "), "
             "u AS (UPDATE deliveries SET status = 'delivered', attempts = $16, "
             "lease_until = 0, updated_at = $11, last_error = '', run_id = $1 "
-            "WHERE id = $17), "
+            "WHERE id = $17 RETURNING 1), "
             "dd AS (UPDATE dedup SET run_id = $1 WHERE subscription_id = $4 "
             "AND delivery_id = $17 AND run_id <> $1 AND $18), "
+            // Rewritten only when the breaker's figures move: a delivered attempt of a healthy
+            // subscription leaves its row (and the row lock every node's settlement would
+            // queue on) alone. The delivery row, locked above, stands for the subscription
+            // (deleting one cascades to its deliveries).
             "s AS (UPDATE subscriptions SET consecutive_failures = $19, next_probe_at = $20 "
-            "WHERE id = $4 RETURNING 1) "
-            "SELECT COUNT(*) FROM s";
-        auto r = c.exec(delivered_sql.c_str(), {p(run.id),
+            "WHERE id = $4 AND (consecutive_failures <> $19 OR next_probe_at <> $20) "
+            "RETURNING 1) "
+            "SELECT (SELECT COUNT(*) FROM u), (SELECT COUNT(*) FROM s)";
+        auto r = c.exec_prepared(delivered_sql.c_str(), {p(run.id),
                                                 p(run.tenant),
                                                 p(run.workflow_id),
                                                 p(rec.subscription_id),
@@ -163,12 +176,14 @@ result<void> postgres_store::record_attempt_locked(connection& c, const attempt_
         if (r->int64(0, 0) == 0) {
             return errc::not_found;
         }
+        subscription_changed = r->int64(0, 1) > 0;
     } else {
+        subscription_changed = true; // its breaker figures and its log's sequence move
         const bool dead = attempt.outcome == attempt_outcome::dead_lettered;
         const auto& change = rec.state_change_caused;
         // The attempt event (on the subscription log), the delivery, the breaker bookkeeping
         // and, when dead-lettered, the dead letter: one statement.
-        auto r = c.exec(
+        auto r = c.exec_prepared(
             "WITH s AS (UPDATE subscriptions SET next_event_seq = next_event_seq + 1, "
             "consecutive_failures = $2, next_probe_at = $3 WHERE id = $1 "
             "RETURNING next_event_seq - 1 AS seq), "
@@ -211,6 +226,7 @@ result<void> postgres_store::record_attempt_locked(connection& c, const attempt_
         }
     }
     if (rec.state_change_caused) {
+        subscription_changed = true;
         WB_TRY(apply_state_change(c, *rec.state_change_caused, rec.state_change_event_id, rec.at,
                                   rec.attempt_event_id));
     }

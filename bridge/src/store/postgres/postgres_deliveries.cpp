@@ -169,7 +169,7 @@ result<std::string> postgres_store::delivery_content(const std::string& delivery
 result<std::map<std::string, std::string>>
 postgres_store::delivery_contents(const std::vector<std::string>& delivery_ids) {
     return read([&](connection& c) -> result<std::map<std::string, std::string>> {
-        auto r = c.exec("SELECT delivery_id, content_json FROM delivery_contents "
+        auto r = c.exec_prepared("SELECT delivery_id, content_json FROM delivery_contents "
                         "WHERE delivery_id = ANY($1::text[])",
                         {postgres::text_array(delivery_ids)});
         if (!r) {
@@ -256,7 +256,7 @@ result<std::vector<subscription_delivery_stats>> postgres_store::outstanding_wor
 
 result<std::optional<millis>> postgres_store::next_due_at() {
     return read([&](connection& c) -> result<std::optional<millis>> {
-        auto r = c.exec(
+        auto r = c.exec_prepared(
             // Per subscription (its first pending row, one index seek each), never a pass
             // over the whole pending backlog; in-flight rows are few (at most what was claimed).
             "SELECT MIN(t) FROM ("
@@ -268,9 +268,13 @@ result<std::optional<millis>> postgres_store::next_due_at() {
             "WHERE s.state = 'active' OR (s.state = 'failed' AND "
             "NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.subscription_id = s.id "
             "AND x.status = 'in_flight')) "
-            "UNION ALL SELECT d.lease_until AS t FROM deliveries d "
+            // The earliest lease by its index, stopping at the first live row: a bitmap scan
+            // of every in-flight entry also visited each one a settlement had left dead until
+            // vacuum came (and never marked them), 1.2 ms a call under load.
+            "UNION ALL (SELECT d.lease_until AS t FROM deliveries d "
             "JOIN subscriptions s ON s.id = d.subscription_id "
-            "WHERE d.status = 'in_flight' AND s.state IN ('active', 'failed')) AS due",
+            "WHERE d.status = 'in_flight' AND s.state IN ('active', 'failed') "
+            "ORDER BY d.lease_until LIMIT 1)) AS due",
             {});
         if (!r) {
             return r.error();

@@ -52,7 +52,7 @@ result<intake_outcome> postgres_store::intake_one(connection& c, const intake_re
                                   req.delivery_id, req.run_id};
     if (!req.dedup_enabled) {
         auto r =
-            c.exec("WITH ins AS (INSERT INTO deliveries (id, subscription_id, tenant, dedup_key, "
+            c.exec_prepared("WITH ins AS (INSERT INTO deliveries (id, subscription_id, tenant, dedup_key, "
                    "run_id, status, due_at, received_at, updated_at) VALUES "
                    "($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING id) "
                    "INSERT INTO delivery_contents (delivery_id, content_json) "
@@ -66,7 +66,7 @@ result<intake_outcome> postgres_store::intake_one(connection& c, const intake_re
         return accepted;
     }
     auto r =
-        c.exec("WITH k AS (INSERT INTO dedup (subscription_id, dedup_key, delivery_id, run_id, "
+        c.exec_prepared("WITH k AS (INSERT INTO dedup (subscription_id, dedup_key, delivery_id, run_id, "
                "expires_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (subscription_id, dedup_key) "
                "DO UPDATE SET delivery_id = excluded.delivery_id, run_id = excluded.run_id, "
                "expires_at = excluded.expires_at WHERE dedup.expires_at < $6 RETURNING 1), "
@@ -84,7 +84,7 @@ result<intake_outcome> postgres_store::intake_one(connection& c, const intake_re
     if (!r->empty()) {
         return accepted;
     }
-    auto orig = c.exec("SELECT delivery_id, run_id FROM dedup "
+    auto orig = c.exec_prepared("SELECT delivery_id, run_id FROM dedup "
                        "WHERE subscription_id = $1 AND dedup_key = $2",
                        {p(req.subscription_id), p(req.dedup_key)});
     if (!orig) {

@@ -100,7 +100,7 @@ result<run_event> postgres_store::append(const std::string& run_id, const std::s
             ") SELECT sequence FROM ins";
         const std::string status_name = status ? std::string(codec::name_of(*status)) : "";
         auto r =
-            c.exec(append_sql.c_str(), {p(run_id), p(event_id), p(type), p(payload_json), p(at),
+            c.exec_prepared(append_sql.c_str(), {p(run_id), p(event_id), p(type), p(payload_json), p(at),
                                         p_or_null(causation_id), p_or_null(status_name)});
         if (!r) {
             return r.error();

@@ -379,8 +379,11 @@ class postgres_store final : public store {
     // statement (a fresh snapshot) then sees any probe the previous lock holder committed.
     static result<void> claim_probes(connection& c, millis now, int limit, millis lease_ms,
                                      const std::string& node, std::vector<claimed>& out);
+    // subscription_changed: whether the attempt rewrote the subscription's row (its cached copy
+    // is then stale).
     result<void> record_attempt_locked(connection& c, const attempt_record& rec,
-                                       std::optional<std::int64_t> token);
+                                       std::optional<std::int64_t> token,
+                                       bool& subscription_changed);
 
     // One request inside the batch transaction. The dedup primary key is the dedup check: the
     // INSERT either takes the key (or an expired row's place) and the delivery follows in the same

@@ -48,7 +48,7 @@ result<subscription> postgres_store::get_subscription(const std::string& id) {
 
 result<subscription> postgres_store::read_subscription_row(const std::string& id) {
     return read([&](connection& c) -> result<subscription> {
-        auto r = c.exec("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = $1", {p(id)});
+        auto r = c.exec_prepared("SELECT " WB_SUB_COLS " FROM subscriptions WHERE id = $1", {p(id)});
         if (!r) {
             return r.error();
         }
