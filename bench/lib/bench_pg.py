@@ -46,7 +46,9 @@ class Server:
                        check=True, stdout=subprocess.DEVNULL)
         opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir}"
                 " -c max_connections=100 -c shared_preload_libraries=pg_stat_statements"
-                " -c pg_stat_statements.track=all -c track_io_timing=on")
+                " -c pg_stat_statements.track=all -c track_io_timing=on "
+                # e.g. "-c session_preload_libraries=auto_explain -c auto_explain.log_analyze=on"
+                + os.environ.get("BENCH_PG_OPTIONS", ""))
         subprocess.run(self.as_pg + [f"{self.bin}/pg_ctl", "-D", f"{self.dir}/data", "-l",
                                      f"{self.dir}/postgres.log", "-w", "-t", "60", "-o", opts,
                                      "start"], check=True, stdout=subprocess.DEVNULL)

@@ -12,7 +12,7 @@ using store_codec::migration;
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 9> migrations{{
+constexpr std::array<migration, 10> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -296,6 +296,14 @@ CREATE INDEX deliveries_by_claimer ON deliveries (claimed_by) WHERE status = 'in
     // 9: the run listing (GET /v1/runs) pages a tenant's runs newest first.
     {9, R"sql(
 CREATE INDEX IF NOT EXISTS runs_by_tenant_created ON runs (tenant, created_at, id);
+)sql"},
+    // 10: leases by subscription, so the next-due question finds each subscription's earliest
+    // lease by one seek (it sorted every in-flight row, 0.7 ms a call under a backlog); expired
+    // leases are claimed per subscription through it as well.
+    {10, R"sql(
+CREATE INDEX deliveries_leased_by_subscription ON deliveries (subscription_id, lease_until)
+    WHERE status = 'in_flight';
+DROP INDEX deliveries_leased;
 )sql"},
 }};
 

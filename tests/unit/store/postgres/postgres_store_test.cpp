@@ -417,6 +417,9 @@ TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
     ASSERT_TRUE(server_->sql(db_, "DROP TABLE replay_job_items, replay_jobs"));
     ASSERT_TRUE(server_->sql(db_, "DROP TABLE nodes"));
     ASSERT_TRUE(server_->sql(db_, "ALTER TABLE deliveries DROP COLUMN claimed_by"));
+    ASSERT_TRUE(server_->sql(db_, "DROP INDEX deliveries_leased_by_subscription; CREATE INDEX "
+                                  "deliveries_leased ON deliveries (lease_until) "
+                                  "WHERE status = 'in_flight'"));
     ASSERT_TRUE(server_->sql(db_, "DELETE FROM schema_migrations WHERE version >= 2"));
 
     a_ = open_node();
