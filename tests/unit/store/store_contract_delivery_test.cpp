@@ -354,6 +354,65 @@ TEST_P(StoreContractTest, RecordAttemptsCommitsABatchAndIsolatesAFailingRecord) 
     EXPECT_EQ(store_->run_events_after("run_2", -1, 100)->size(), 2u);
 }
 
+// A batch of delivered attempts only (PostgreSQL settles it in one statement): every run, its
+// events in order, the breaker where it moved; a record that conflicts leaves the rest standing.
+TEST_P(StoreContractTest, RecordAttemptsOfDeliveredAttemptsStartsEveryRunInOrder) {
+    add_subscription("sub_a");
+    add_subscription("sub_b");
+    for (int i = 1; i <= 4; ++i) {
+        must_intake(make_intake(i % 2 ? "sub_a" : "sub_b", "k" + std::to_string(i),
+                                std::to_string(i)));
+    }
+    auto claimed = claim(t0);
+    ASSERT_EQ(claimed.size(), 4u);
+    std::map<std::string, delivery> by_id;
+    for (const auto& d : claimed) {
+        by_id[d.id] = d;
+    }
+    std::vector<attempt_record> batch;
+    for (const char* id : {"dlv_1", "dlv_2", "dlv_3", "dlv_4"}) {
+        batch.push_back(delivered_record(by_id[id], 1, t0 + 10));
+    }
+    batch[2].extra_run_events = {{"run.completed", R"({"exitCode":0})"}};
+    batch[3].consecutive_failures = 2; // sub_b's breaker moves; sub_a's does not
+    batch[3].next_probe_at = t0 + 700;
+    auto out = store_->record_attempts(batch);
+    ASSERT_EQ(out.size(), 4u);
+    for (const auto& r : out) {
+        EXPECT_TRUE(r);
+    }
+    for (int i = 1; i <= 4; ++i) {
+        const std::string run = "run_" + std::to_string(i);
+        auto events = store_->run_events_after(run, -1, 100);
+        ASSERT_TRUE(events) << run;
+        ASSERT_EQ(events->size(), i == 3 ? 3u : 2u) << run;
+        EXPECT_EQ((*events)[0].sequence, 0);
+        EXPECT_EQ((*events)[0].type, "trigger.delivery.attempted");
+        EXPECT_EQ((*events)[0].event_id, batch[i - 1].attempt_event_id);
+        EXPECT_EQ((*events)[1].type, "run.started");
+        EXPECT_EQ((*events)[1].causation_id, (*events)[0].event_id);
+        EXPECT_EQ(store_->get_delivery("dlv_" + std::to_string(i))->status,
+                  delivery_status::delivered);
+        EXPECT_EQ(store_->get_run(run)->subscription_id, i % 2 ? "sub_a" : "sub_b");
+    }
+    EXPECT_EQ(store_->run_events_after("run_3", -1, 100)->at(2).type, "run.completed");
+    EXPECT_EQ(store_->get_subscription("sub_a")->consecutive_failures, 0);
+    EXPECT_EQ(store_->get_subscription("sub_b")->consecutive_failures, 2);
+    EXPECT_EQ(store_->get_subscription("sub_b")->next_probe_at, t0 + 700);
+
+    // Settled twice: the second batch conflicts record by record and writes nothing.
+    must_intake(make_intake("sub_a", "k5", "5"));
+    auto fifth = claim(t0 + 20);
+    ASSERT_EQ(fifth.size(), 1u);
+    auto again = store_->record_attempts(
+        {delivered_record(by_id["dlv_1"], 1, t0 + 30), delivered_record(fifth[0], 1, t0 + 30)});
+    ASSERT_EQ(again.size(), 2u);
+    EXPECT_EQ(again[0].error(), errc::conflict);
+    EXPECT_TRUE(again[1]);
+    EXPECT_EQ(store_->run_events_after("run_1", -1, 100)->size(), 2u);
+    EXPECT_EQ(store_->run_events_after("run_5", -1, 100)->size(), 2u);
+}
+
 // Each write is read back after a read that may have been served from memory (SQLite caches
 // subscriptions): no write may leave an older copy visible.
 TEST_P(StoreContractTest, EveryWriteOfASubscriptionIsSeenByTheNextRead) {

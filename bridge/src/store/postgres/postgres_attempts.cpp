@@ -45,8 +45,12 @@ std::vector<result<void>> postgres_store::record_attempts(const std::vector<atte
         }
     }
     std::vector<bool> changed(recs.size(), false);
+    const bool as_batch = settles_as_batch(recs);
     auto all = transaction([&](connection& c) -> result<void> {
         changed.assign(recs.size(), false);
+        if (as_batch) {
+            return record_delivered_batch(c, recs, tokens, changed);
+        }
         for (std::size_t i = 0; i < recs.size(); ++i) {
             if (recs[i].attempt.outcome == attempt_outcome::delivered && !recs[i].run) {
                 return errc::invalid_argument;

@@ -379,6 +379,12 @@ class postgres_store final : public store {
     // statement (a fresh snapshot) then sees any probe the previous lock holder committed.
     static result<void> claim_probes(connection& c, millis now, int limit, millis lease_ms,
                                      const std::string& node, std::vector<claimed>& out);
+    // Every record delivered, without a state change: the whole batch in two statements
+    // (postgres_settle_batch.cpp). Any record the per-record path would refuse fails it all.
+    static bool settles_as_batch(const std::vector<attempt_record>& recs);
+    result<void> record_delivered_batch(connection& c, const std::vector<attempt_record>& recs,
+                                        const std::vector<std::optional<std::int64_t>>& tokens,
+                                        std::vector<bool>& changed);
     // subscription_changed: whether the attempt rewrote the subscription's row (its cached copy
     // is then stale).
     result<void> record_attempt_locked(connection& c, const attempt_record& rec,
