@@ -396,6 +396,12 @@ class postgres_store final : public store {
     // statement, or it returns nothing and the original row is read by a second statement, whose
     // fresh snapshot sees a row another node committed while we waited on the key.
     static result<intake_outcome> intake_one(connection& c, const intake_request& req);
+    // The first request of each distinct dedup key in one statement (unnest arrays): the ids of
+    // the deliveries it accepted. The rest (duplicates, keys a live row holds, dedup off) go
+    // through intake_one, which answers each exactly; per request the server spent more time
+    // starting statements than writing rows.
+    static result<std::vector<std::string>> intake_many(connection& c,
+                                                        const std::vector<const intake_request*>& reqs);
 
     // Group commit: everything queued (up to max_batch_) goes into one transaction; one COMMIT
     // (one WAL flush, synchronous_commit = on), then every callback.
@@ -405,7 +411,7 @@ class postgres_store final : public store {
     // (a subtransaction each: past 64 per transaction every other session's snapshots overflow
     // into pg_subtrans, and each costs a round trip), the batch is rolled back and replayed
     // without the failed request, whose error is final. Failures are rare (ingest checks the
-    // subscription first), so the common batch is BEGIN + one statement per request + COMMIT.
+    // subscription first), so the common batch is BEGIN + one intake_many + COMMIT.
     // Requests run in (subscription, key) order so two nodes' batches take dedup keys in the same
     // order and cannot deadlock on each other.
     void run_batch(const std::vector<queued_intake>& batch,
