@@ -12,7 +12,7 @@ using store_codec::migration;
 // (store_codec). `seq` columns give arrival order and are the page keys. `next_event_seq` counters
 // hand out gap-free event sequences: bumping one locks its row until commit, so appends from any
 // node serialize per run (or per subscription log).
-constexpr std::array<migration, 10> migrations{{
+constexpr std::array<migration, 11> migrations{{
     {1, R"sql(
 CREATE TABLE subscriptions (
     id                        TEXT PRIMARY KEY,
@@ -304,6 +304,12 @@ CREATE INDEX IF NOT EXISTS runs_by_tenant_created ON runs (tenant, created_at, i
 CREATE INDEX deliveries_leased_by_subscription ON deliveries (subscription_id, lease_until)
     WHERE status = 'in_flight';
 DROP INDEX deliveries_leased;
+)sql"},
+    // 11: run_events without a foreign key to runs. Every event is inserted by the statement
+    // that inserts or locks its run's row (the sequence comes from that row) and runs are never
+    // deleted, so the check only cost a lookup and a row lock, a WAL record, per event.
+    {11, R"sql(
+ALTER TABLE run_events DROP CONSTRAINT IF EXISTS run_events_run_id_fkey;
 )sql"},
 }};
 

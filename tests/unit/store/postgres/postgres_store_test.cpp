@@ -438,6 +438,10 @@ TEST_F(PostgresStoreTest, MigrationTwoUpgradesAVersionOneDatabase) {
     ASSERT_TRUE(server_->sql(db_, "SELECT MAX(version) FROM schema_migrations", &out));
     EXPECT_EQ(out, std::to_string(postgres::latest_schema_version()));
     EXPECT_TRUE(a_->list_outbound_webhooks("acme")); // the outbound tables exist again
+    // Migration 11: an event's run is found by the statement that writes it, not by a check.
+    ASSERT_TRUE(server_->sql(
+        db_, "SELECT COUNT(*) FROM pg_constraint WHERE conname = 'run_events_run_id_fkey'", &out));
+    EXPECT_EQ(out, "0");
 }
 
 TEST_F(PostgresStoreTest, TextThatIsNotUtf8FailsAloneAsInvalidArgument) {
