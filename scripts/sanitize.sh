@@ -8,8 +8,9 @@ build="${1:-build-asan}"
 ./scripts/setup-debian.sh postgres redis nats rabbitmq browser
 # The product (bridge, SDK, connectors) is instrumented at -O1. Test code compiles exactly as in the
 # normal build (see tests/CMakeLists.txt), so after scripts/test.sh the compiler cache supplies those
-# objects: same command lines, and the cache must not key on the build directory.
-export CCACHE_NOHASHDIR=1
+# objects: same command lines, and the cache must not key on the build directory (nor on the path
+# of a unity batch inside it).
+export CCACHE_NOHASHDIR=1 CCACHE_BASEDIR="$PWD"
 cmake -S . -B "$build" -G Ninja -DWOPBRIDGE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DWOPBRIDGE_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"

@@ -15,8 +15,6 @@ namespace wopbridge::kafka {
 
 namespace {
 
-constexpr auto probe_every = std::chrono::milliseconds(500);
-
 std::string partition_names(const rd_kafka_topic_partition_list_t* parts) {
     std::map<std::string, std::vector<std::int32_t>> by_topic;
     for (int i = 0; i < parts->cnt; ++i) {
@@ -184,7 +182,7 @@ void consumer_worker::on_error(int err, const char* reason) {
     if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
         if (!down_) {
             down_ = true;
-            next_probe_ = clock::now() + probe_every;
+            next_probe_ = clock::now() + broker_probe_every;
             log(wopbridge::log_level::warn,
                 "connection lost: all brokers down; reconnecting (uncommitted offsets stay "
                 "with the group)");

@@ -13,7 +13,6 @@ namespace {
 constexpr auto capacity_poll = std::chrono::milliseconds(50);
 // How long the in-flight bound may last before the partitions are paused.
 constexpr auto lasting_full = std::chrono::milliseconds(500);
-constexpr auto probe_every = std::chrono::milliseconds(500);
 constexpr int probe_timeout_ms = 300;
 
 consumer_worker* self_of(void* opaque) {
@@ -212,7 +211,7 @@ void consumer_worker::run() {
 }
 
 void consumer_worker::probe_brokers() {
-    next_probe_ = clock::now() + probe_every;
+    next_probe_ = clock::now() + broker_probe_every;
     // An assigned partition's end offset asks its leader (a broker this member needs, so
     // librdkafka reconnects to it); without an assignment, a metadata request to any broker.
     std::optional<partition_key> any;

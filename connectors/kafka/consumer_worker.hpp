@@ -34,6 +34,9 @@
 
 namespace wopbridge::kafka {
 
+// While every broker is down, how often the worker asks one (consumer_worker::probe_brokers).
+inline constexpr auto broker_probe_every = std::chrono::milliseconds(500);
+
 class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
   public:
     consumer_worker(const wopbridge::host& host, const connector_settings& settings,

@@ -17,7 +17,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::attachment_retention_serve_test {
 namespace {
 
 constexpr const char* api_key = "hk_attachments";
@@ -80,4 +80,4 @@ TEST_F(AttachmentRetentionServeTest, ARetentionShorterThanTheDeadLettersIsRefuse
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::attachment_retention_serve_test

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace wopbridge::testing::cluster {
+namespace wopbridge::testing::cluster::cluster_failover_test {
 namespace {
 
 TEST_F(ClusterTest, SigkilledNodeMidBurstLosesNothingAndItsLeasesMoveOn) {
@@ -291,4 +291,4 @@ TEST_F(ClusterTest, OutboundWebhookRegisteredOnOneNodeIsSentForRunsOfAnother) {
 }
 
 } // namespace
-} // namespace wopbridge::testing::cluster
+} // namespace wopbridge::testing::cluster::cluster_failover_test

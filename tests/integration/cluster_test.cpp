@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace wopbridge::testing::cluster {
+namespace wopbridge::testing::cluster::cluster_test {
 namespace {
 
 TEST_F(ClusterTest, ANodeWithAnotherHostKeyRefusesToStartAndTheClusterServesOn) {
@@ -179,4 +179,4 @@ TEST_F(ClusterTest, ASigkilledNodesClaimsStartOnAnotherNodeLongBeforeTheirLease)
 }
 
 } // namespace
-} // namespace wopbridge::testing::cluster
+} // namespace wopbridge::testing::cluster::cluster_test

@@ -17,7 +17,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::connector_registration_test {
 namespace {
 
 namespace json = boost::json;
@@ -154,4 +154,4 @@ TEST_F(ConnectorRegistrationTest, SettingsTheModuleRefusesAreRefusedAndNothingIs
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::connector_registration_test

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::connector_secret_canary_test {
 namespace {
 
 namespace json = boost::json;
@@ -368,4 +368,4 @@ INSTANTIATE_TEST_SUITE_P(Backends, ConnectorSecretCanaryTest,
                          [](const auto& info) { return info.param; });
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::connector_secret_canary_test

@@ -10,7 +10,7 @@
 #include <regex>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::connectors_cli_test {
 namespace {
 
 class ConnectorsCliTest : public ::testing::Test {
@@ -80,4 +80,4 @@ TEST_F(ConnectorsCliTest, ConnectorCheckPassesOnTheChannelConnectorsAndHello) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::connectors_cli_test

@@ -18,7 +18,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::core_dump_serve_test {
 namespace {
 
 constexpr const char* signing_canary = "whsec_Q0FOQVJZU0lHTklOR1NFQ1JFVDAxMjM0NTY3";
@@ -105,4 +105,4 @@ TEST_F(CoreDumpServeTest, OptedInTheCoreKeepsTheKeysOut) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::core_dump_serve_test

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::crash_delivery_test {
 namespace {
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -460,4 +460,4 @@ TEST_F(CrashDeliveryTest, SigkillWhileLocalCommandsRunNeverRunsOneTwice) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::crash_delivery_test

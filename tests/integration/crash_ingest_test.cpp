@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::crash_ingest_test {
 namespace {
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -278,4 +278,4 @@ TEST_F(CrashIngestTest, SigkillInsideBatchedClaimsAndRecordsLosesNoAttemptAndSta
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::crash_ingest_test

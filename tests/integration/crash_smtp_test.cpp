@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::crash_smtp_test {
 namespace {
 
 constexpr const char* api_key = "hk_smtp";
@@ -226,4 +226,4 @@ TEST_F(CrashSmtpTest, MessagesAnswered250SurviveRepeatedSigkillWithExactlyOneRun
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::crash_smtp_test

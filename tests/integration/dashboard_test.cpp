@@ -17,7 +17,7 @@
 #include <string>
 #include <sys/wait.h>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::dashboard_test {
 namespace {
 
 namespace json = boost::json;
@@ -203,4 +203,4 @@ TEST_F(DashboardTest, OperatorPausesSeesADeadLetterReplaysItAndSeesTheRun) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::dashboard_test

@@ -21,7 +21,7 @@
 #include <string>
 #include <unistd.h>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::email_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -340,4 +340,4 @@ TEST_F(EmailServeTest, ACapturedWebhookReplayedAfterARestartIsADuplicateAndStart
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::email_serve_test

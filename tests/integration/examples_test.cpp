@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::examples_test {
 namespace {
 
 class ExamplesTest : public ::testing::Test {};
@@ -49,4 +49,4 @@ TEST_F(ExamplesTest, EveryExampleConfigPassesCheckConfig) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::examples_test

@@ -22,7 +22,7 @@
 #include <sstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::forged_flood_serve_test {
 namespace {
 
 using http_client::http_call;
@@ -232,4 +232,4 @@ TEST(ForgedFloodServeTest, ManyAddressesWriteNoMoreThanTheRecordBudget) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::forged_flood_serve_test

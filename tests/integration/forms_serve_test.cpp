@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::forms_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -233,4 +233,4 @@ TEST_F(FormsServeTest, ForeignOriginIsRefusedAndStartsNoRun) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::forms_serve_test

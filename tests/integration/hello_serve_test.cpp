@@ -15,7 +15,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::hello_serve_test {
 namespace {
 
 constexpr const char* secret = "hello-serve-secret-0123456789";
@@ -81,4 +81,4 @@ TEST_F(HelloServeTest, SignedPostStartsOneRunAndItsRepeatIsADuplicate) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::hello_serve_test

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::http_framing_test {
 namespace {
 
 namespace json = boost::json;
@@ -303,4 +303,4 @@ TEST_F(HttpFramingTest, AMalformedWebhookHeaderIs400AndStillRecorded) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::http_framing_test

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::http_server_lifetime_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -95,4 +95,4 @@ TEST(HttpServerLifetimeTest, SinksAndStreamsHeldPastTheServerAreInert) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::http_server_lifetime_test

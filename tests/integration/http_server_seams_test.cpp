@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace wopbridge::http_server_testing {
+namespace wopbridge::http_server_testing::http_server_seams_test {
 namespace {
 
 TEST_F(HttpServerTest, ConformanceSeamsWork) {
@@ -130,4 +130,4 @@ TEST_F(HttpServerTest, SeamsAnswerNotFoundWhenDisabled) {
 }
 
 } // namespace
-} // namespace wopbridge::http_server_testing
+} // namespace wopbridge::http_server_testing::http_server_seams_test

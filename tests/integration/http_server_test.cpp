@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace wopbridge::http_server_testing {
+namespace wopbridge::http_server_testing::http_server_test {
 namespace {
 
 TEST_F(HttpServerTest, DiscoveryOpenApiAndHealthAreServedWithoutCredentials) {
@@ -330,4 +330,4 @@ TEST_F(HttpServerTest, GracefulStopLosesNoAcknowledgedIngest) {
 }
 
 } // namespace
-} // namespace wopbridge::http_server_testing
+} // namespace wopbridge::http_server_testing::http_server_test

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::kafka_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -304,4 +304,4 @@ TEST_F(KafkaServeTest, TwoNodesOnPostgresInOneGroupStartOneRunPerRecord) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::kafka_serve_test

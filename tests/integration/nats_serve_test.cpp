@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::nats_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -441,4 +441,4 @@ TEST_F(NatsServeTest, TwoNodesOnPostgresShareOneDurableAndStartOneRunPerMessage)
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::nats_serve_test

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::noisy_subscription_test {
 namespace {
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -135,4 +135,4 @@ TEST_F(NoisySubscriptionTest, AnAlwaysFailingSubscriptionDoesNotSlowTheOthers) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::noisy_subscription_test

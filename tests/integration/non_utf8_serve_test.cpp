@@ -26,7 +26,7 @@
 #include <set>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::non_utf8_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -367,4 +367,4 @@ TEST_F(NonUtf8ServeTest, SlackSmsAndFormBodiesDifferingOnlyInAnInvalidByteStartT
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::non_utf8_serve_test

@@ -23,7 +23,7 @@
 #include <thread>
 #include <unistd.h>
 
-namespace wopbridge {
+namespace wopbridge::ops_cli_test {
 namespace {
 
 struct run_output {
@@ -202,4 +202,4 @@ TEST_F(OpsCliTest, RunsListShowsTheRunsOfASignedIngestWithFilters) {
 }
 
 } // namespace
-} // namespace wopbridge
+} // namespace wopbridge::ops_cli_test

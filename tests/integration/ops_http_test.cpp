@@ -22,7 +22,7 @@
 #include <sstream>
 #include <thread>
 
-namespace wopbridge {
+namespace wopbridge::ops_http_test {
 namespace {
 
 namespace json = boost::json;
@@ -440,4 +440,4 @@ TEST_F(OpsHttpTest, ChangeStreamTellsTheTenantOfItsOwnWritesOnly) {
 }
 
 } // namespace
-} // namespace wopbridge
+} // namespace wopbridge::ops_http_test

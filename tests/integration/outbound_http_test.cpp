@@ -17,7 +17,7 @@
 #include <chrono>
 #include <thread>
 
-namespace wopbridge {
+namespace wopbridge::outbound_http_test {
 namespace {
 
 namespace json = boost::json;
@@ -148,4 +148,4 @@ TEST_F(OutboundHttpTest, ARunStartedByAnInboundEventReachesTheSubscriberSigned) 
 }
 
 } // namespace
-} // namespace wopbridge
+} // namespace wopbridge::outbound_http_test

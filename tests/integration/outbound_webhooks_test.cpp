@@ -22,7 +22,7 @@
 #include <set>
 #include <thread>
 
-namespace wopbridge::outbound {
+namespace wopbridge::outbound::outbound_webhooks_test {
 namespace {
 
 using testing_http = wopbridge::testing::http_test_server;
@@ -450,4 +450,4 @@ TEST_F(OutboundWebhooksTest, ASlowSubscriberDoesNotDelayAnother) {
 }
 
 } // namespace
-} // namespace wopbridge::outbound
+} // namespace wopbridge::outbound::outbound_webhooks_test

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::overload_test {
 namespace {
 
 // The suite and the program are built together: the AddressSanitizer runtime in this process means
@@ -183,4 +183,4 @@ TEST_F(OverloadTest, RateLimitsAnswer429WithRetryAfterThroughServe) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::overload_test

@@ -34,7 +34,7 @@
 #include <unistd.h>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::queue_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -399,4 +399,4 @@ TEST_F(QueueServeTest, MessageWhoseRunNeverStartsIsDeadLetteredAndAcked) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::queue_serve_test

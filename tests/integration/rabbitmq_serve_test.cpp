@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::rabbitmq_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -356,4 +356,4 @@ TEST_F(RabbitmqServeTest, TwoNodesOnPostgresCompeteOnOneQueueAndStartOneRunPerMe
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::rabbitmq_serve_test

@@ -21,7 +21,7 @@
 #include <string>
 #include <sys/stat.h>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::refused_configs_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -328,4 +328,4 @@ TEST_F(RefusedConfigsTest, ASyntaxErrorIsRefusedTheSameWay) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::refused_configs_test

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::request_robustness_test {
 namespace {
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -421,4 +421,4 @@ TEST_F(RequestRobustnessTest, ThousandsOfBadRequestsGetA4xxEnvelopeAndChangeNoth
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::request_robustness_test

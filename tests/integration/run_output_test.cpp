@@ -19,7 +19,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::run_output_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -84,4 +84,4 @@ TEST(RunOutputTest, ACommandsOutputIsTheRunsOwnAndNotTheServiceLog) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::run_output_test

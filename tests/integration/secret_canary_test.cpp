@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::secret_canary_test {
 namespace {
 
 namespace json = boost::json;
@@ -327,4 +327,4 @@ TEST_F(SecretCanaryTest, SmtpAuthPasswordAppearsInNoOutput) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::secret_canary_test

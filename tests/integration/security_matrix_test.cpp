@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::security_matrix_test {
 namespace {
 
 namespace json = boost::json;
@@ -144,14 +144,14 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
         {"webhookId", webhook_id},      {"connectorPath", "x"},
         {"asset", "app.js"}};
     // Bodies that would succeed for the owner, so a 404 can only come from the tenant check.
-    const std::map<http::route_id, std::string> bodies = {
-        {http::route_id::subscription_create,
+    const std::map<std::string, std::string> bodies = {
+        {"POST /v1/trigger-subscriptions",
          R"({"source":"webhook","workflowId":"conformance-noop"})"},
-        {http::route_id::subscription_patch, R"({"state":"paused"})"},
-        {http::route_id::dead_letters_replay, R"({"all":true})"},
-        {http::route_id::webhook_create,
-         R"({"url":"http://127.0.0.1:9/h","events":["run.completed"]})"},
-        {http::route_id::seam_deliver, R"({"scenario":"deliver","dedupKey":"k1"})"},
+        {"PATCH /v1/trigger-subscriptions/{subscriptionId}", R"({"state":"paused"})"},
+        {"POST /v1/trigger-subscriptions/{subscriptionId}/dead-letters/replay", R"({"all":true})"},
+        {"POST /v1/webhooks", R"({"url":"http://127.0.0.1:9/h","events":["run.completed"]})"},
+        {"POST /v1/host/sample/trigger-bridge/deliver",
+         R"({"scenario":"deliver","dedupKey":"k1"})"},
     };
 
     int scope_checks = 0;
@@ -170,11 +170,11 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
         ASSERT_EQ(path.find('{'), std::string::npos) << "no id for " << rt.pattern;
         const std::string method(rt.method);
         const std::string what = method + " " + std::string(rt.pattern);
-        if (!rt.authenticated) {
+        if (rt.auth != http::route_auth::api_key) {
             public_routes.insert(what);
             continue;
         }
-        auto body_it = bodies.find(rt.id);
+        auto body_it = bodies.find(what);
         const std::string body = body_it == bodies.end() ? "" : body_it->second;
         // Every authenticated route names a scope, and refuses every key that lacks it.
         ASSERT_FALSE(rt.scope.empty()) << what;
@@ -236,4 +236,4 @@ TEST_F(SecurityMatrixTest, EveryRouteRefusesAKeyWithoutItsScopeAndHidesOtherTena
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::security_matrix_test

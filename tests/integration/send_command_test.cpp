@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::send_command_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -109,4 +109,4 @@ TEST_F(SendCommandTest, ASecretTheBridgeDoesNotHoldIsRefusedAndUsageErrorsExitTw
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::send_command_test

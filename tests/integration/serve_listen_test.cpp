@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::serve_listen_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -76,4 +76,4 @@ TEST_F(ServeListenTest, AnAddressInUseIsRefusedWithTheReasonAndTheWayOut) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::serve_listen_test

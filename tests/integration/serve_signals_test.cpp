@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::serve_signals_test {
 namespace {
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -153,4 +153,4 @@ TEST_F(ServeSignalsTest, SighupReReadsSubscriptionsWithoutARestart) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::serve_signals_test

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::serve_tls_test {
 namespace {
 
 std::string run_capture(const std::string& cmd) {
@@ -74,4 +74,4 @@ TEST_F(ServeTlsTest, ServesHttpsWithTheConfiguredCertificate) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::serve_tls_test

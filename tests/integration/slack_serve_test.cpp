@@ -16,7 +16,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::slack_serve_test {
 namespace {
 
 constexpr const char* signing_secret = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -172,4 +172,4 @@ TEST_F(SlackServeTest, SlashCommandStartsOneRun) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::slack_serve_test

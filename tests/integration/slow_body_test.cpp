@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::slow_body_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -154,4 +154,4 @@ TEST_F(SlowBodyTest, TricklingBodiesAreCutOffAndHealthAndManagementKeepAnswering
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::slow_body_test

@@ -18,7 +18,7 @@
 #include <map>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::sms_serve_test {
 namespace {
 
 namespace json = boost::json;
@@ -218,4 +218,4 @@ TEST_F(SmsServeTest, PublishedTwilioExamplesAreAcceptedEndToEnd) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::sms_serve_test

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::smtp_smuggling_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -131,4 +131,4 @@ TEST_F(SmtpSmugglingTest, AuthPlainAskingForAnotherIdentityIsRefused) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::smtp_smuggling_test

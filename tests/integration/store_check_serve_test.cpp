@@ -21,7 +21,7 @@
 #include <sstream>
 #include <string>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::store_check_serve_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -154,4 +154,4 @@ TEST_F(StoreCheckServeTest, CheckStoreSaysOkOnAnIntactStoreAndRefusesBadUsage) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::store_check_serve_test

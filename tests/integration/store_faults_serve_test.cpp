@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::store_faults_serve_test {
 namespace {
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -311,4 +311,4 @@ TEST_F(StoreFaultsServeTest, PagesDamagedUnderARunningNodeAreNamedOnceAndReadine
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::store_faults_serve_test

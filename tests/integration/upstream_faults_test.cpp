@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace wopbridge::testing {
+namespace wopbridge::testing::upstream_faults_test {
 namespace {
 
 constexpr const char* secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -235,4 +235,4 @@ TEST_F(UpstreamFaultsTest, AHangingUpstreamDoesNotHoldOtherSubscriptions) {
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::upstream_faults_test

@@ -31,7 +31,7 @@ bool pending_reply::ready() const {
     return state_->done;
 }
 
-std::optional<http_reply> pending_reply::wait(std::chrono::milliseconds timeout) {
+std::optional<module_reply> pending_reply::wait(std::chrono::milliseconds timeout) {
     std::unique_lock lock(state_->mu);
     if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) {
         return std::nullopt;
@@ -39,7 +39,7 @@ std::optional<http_reply> pending_reply::wait(std::chrono::milliseconds timeout)
     return state_->reply;
 }
 
-std::string http_reply::header(std::string_view name) const {
+std::string module_reply::header(std::string_view name) const {
     for (const auto& [n, v] : headers) {
         if (iequals(n, name)) {
             return v;
@@ -48,7 +48,7 @@ std::string http_reply::header(std::string_view name) const {
     return {};
 }
 
-bool http_reply::has_header(std::string_view name) const {
+bool module_reply::has_header(std::string_view name) const {
     return std::any_of(headers.begin(), headers.end(),
                        [&](const auto& h) { return iequals(h.first, name); });
 }
@@ -302,11 +302,11 @@ pending_reply connector_harness::send_async(const http_request_spec& request) {
     return pending_reply(st);
 }
 
-http_reply connector_harness::send(const http_request_spec& request,
-                                   std::chrono::milliseconds timeout) {
+module_reply connector_harness::send(const http_request_spec& request,
+                                     std::chrono::milliseconds timeout) {
     auto pending = send_async(request);
     auto reply = pending.wait(timeout);
-    return reply ? *reply : http_reply{};
+    return reply ? *reply : module_reply{};
 }
 
 void connector_harness::set_now_ms(std::int64_t ms) noexcept {

@@ -77,7 +77,7 @@ struct http_request_spec {
 };
 
 // What the module answered. status == 0 means "no respond() before the deadline".
-struct http_reply {
+struct module_reply {
     int status = 0;
     header_list headers;
     std::string body;
@@ -93,7 +93,7 @@ class pending_reply {
     explicit pending_reply(std::shared_ptr<state> s) : state_(std::move(s)) {}
     bool ready() const;
     // nullopt when the module did not respond within `timeout`.
-    std::optional<http_reply> wait(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+    std::optional<module_reply> wait(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   private:
     std::shared_ptr<state> state_;
@@ -154,8 +154,8 @@ class connector_harness {
 
     // --- HTTP ------------------------------------------------------------------------------
     // Calls on_http_request and waits for respond(). status 0 when no response came in time.
-    http_reply send(const http_request_spec& request,
-                    std::chrono::milliseconds timeout = std::chrono::seconds(5));
+    module_reply send(const http_request_spec& request,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(5));
     pending_reply send_async(const http_request_spec& request);
 
     // --- host behaviour --------------------------------------------------------------------

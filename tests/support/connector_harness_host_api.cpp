@@ -139,7 +139,7 @@ wb_status host_respond(wb_host* h, wb_request_ctx* ctx, const wb_http_response* 
         st = it->second;
         s.in_flight.erase(it);
     }
-    http_reply reply;
+    module_reply reply;
     if (response == nullptr || response->struct_size < sizeof(wb_http_response)) {
         s.violation("respond: null response or short struct_size");
         reply.status = 500;

@@ -90,7 +90,7 @@ struct pending_reply::state {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
-    http_reply reply;
+    module_reply reply;
 };
 
 struct connector_harness::impl {

@@ -7,12 +7,16 @@
 
 namespace wopbridge::testing {
 
+// Where test clocks start: 2026-01-01T00:00:00Z. Files name it with `using testing::t0;`, which
+// may repeat (unlike a definition) when a unity build joins them.
+inline constexpr millis t0 = 1767225600000;
+
 class fake_clock final : public clock_source {
 public:
-    explicit fake_clock(millis start = 1767225600000) : now_(start) {}
-    millis now_ms() const override { return now_.load(); }
-    void set(millis t) { now_.store(t); }
-    void advance(millis d) { now_.fetch_add(d); }
+  explicit fake_clock(millis start = t0) : now_(start) {}
+  millis now_ms() const override { return now_.load(); }
+  void set(millis t) { now_.store(t); }
+  void advance(millis d) { now_.fetch_add(d); }
 
 private:
     std::atomic<millis> now_;

@@ -83,7 +83,7 @@ int free_port() {
     return port;
 }
 
-std::mutex shared_mu;
+std::mutex postgres_shared_mu;
 std::unique_ptr<postgres_server> shared_server;
 std::string shared_reason;
 bool shared_tried = false;
@@ -138,7 +138,7 @@ std::unique_ptr<postgres_server> postgres_server::launch(std::string& why) {
 }
 
 postgres_server* postgres_server::shared() {
-    std::lock_guard lock(shared_mu);
+    std::lock_guard lock(postgres_shared_mu);
     if (!shared_tried) {
         shared_tried = true;
         shared_server = launch(shared_reason);
@@ -147,7 +147,7 @@ postgres_server* postgres_server::shared() {
 }
 
 std::string postgres_server::shared_unavailable_reason() {
-    std::lock_guard lock(shared_mu);
+    std::lock_guard lock(postgres_shared_mu);
     return shared_reason;
 }
 
@@ -210,7 +210,7 @@ bool postgres_server::wait_ready() {
 std::string postgres_server::create_database() {
     std::string name;
     {
-        std::lock_guard lock(shared_mu);
+        std::lock_guard lock(postgres_shared_mu);
         name = "wb_" + std::to_string(::getpid()) + "_" + std::to_string(next_database_++);
     }
     return sql("postgres", "CREATE DATABASE " + name) ? name : std::string{};

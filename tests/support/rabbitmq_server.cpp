@@ -68,7 +68,7 @@ amqp_connection_state_t connect_guest(int port, std::string& error) {
     return conn;
 }
 
-std::mutex shared_mu;
+std::mutex rabbitmq_shared_mu;
 std::unique_ptr<rabbitmq_server>& shared_node() {
     static std::unique_ptr<rabbitmq_server> node;
     return node;
@@ -85,7 +85,7 @@ bool rabbitmq_server::available() {
 }
 
 rabbitmq_server* rabbitmq_server::shared() {
-    std::lock_guard lock(shared_mu);
+    std::lock_guard lock(rabbitmq_shared_mu);
     auto& node = shared_node();
     if (!node && shared_failure().empty()) {
         auto n = std::make_unique<rabbitmq_server>();
@@ -99,7 +99,7 @@ rabbitmq_server* rabbitmq_server::shared() {
 }
 
 std::string rabbitmq_server::shared_error() {
-    std::lock_guard lock(shared_mu);
+    std::lock_guard lock(rabbitmq_shared_mu);
     return shared_failure();
 }
 

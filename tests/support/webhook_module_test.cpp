@@ -20,7 +20,7 @@ void expect_webhook_ingest_descriptor(const connector_harness& harness, const ch
     EXPECT_NE(std::string(d.subscription_schema_json).find(subscription_key), std::string::npos);
 }
 
-void expect_error_envelope(const http_reply& reply, int status, std::string_view code) {
+void expect_error_envelope(const module_reply& reply, int status, std::string_view code) {
     EXPECT_EQ(reply.status, status);
     EXPECT_EQ(reply.header("content-type"), "application/json");
     auto doc = boost::json::parse(reply.body);

@@ -14,6 +14,6 @@ void expect_webhook_ingest_descriptor(const connector_harness& harness, const ch
                                       std::string_view subscription_key);
 
 // `reply` is `status` with a JSON body whose "error" is `code`.
-void expect_error_envelope(const http_reply& reply, int status, std::string_view code);
+void expect_error_envelope(const module_reply& reply, int status, std::string_view code);
 
 } // namespace wopbridge::testing

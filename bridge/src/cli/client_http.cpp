@@ -5,14 +5,11 @@
 #include <memory>
 
 namespace wopbridge::cli {
-namespace {
 
-std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+std::size_t append_body(char* data, std::size_t size, std::size_t n, void* user) {
     static_cast<std::string*>(user)->append(data, size * n);
     return size * n;
 }
-
-} // namespace
 
 client_response http_call(const client_options& opts, const std::string& method,
                           const std::string& path, const std::string& body) {
@@ -42,7 +39,7 @@ client_response http_call(const client_options& opts, const std::string& method,
     curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, method.c_str());
     curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, &on_body);
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, &append_body);
     curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &out.body);
     curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 60L);

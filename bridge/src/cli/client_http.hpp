@@ -2,6 +2,7 @@
 // The CLI client's HTTP calls to a running `wopbridge serve` (libcurl easy API, one request at a
 // time). No Asio here: the client is a short-lived process.
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct client_response {
     std::string body;
     std::string transport_error;
 };
+
+// libcurl's CURLOPT_WRITEFUNCTION for a response body collected into the std::string at `user`.
+std::size_t append_body(char* data, std::size_t size, std::size_t n, void* user);
 
 client_response http_call(const client_options& opts, const std::string& method,
                           const std::string& path, const std::string& body = {});

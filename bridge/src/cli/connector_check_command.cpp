@@ -12,7 +12,7 @@
 namespace wopbridge::cli {
 namespace {
 
-constexpr const char* usage =
+constexpr const char* connector_check_usage =
     "usage: wopbridge connector-check MODULE.so [--config JSON|@FILE]\n"
     "           [--subscription-settings JSON|@FILE] [--probe-request FILE] [--json]\n"
     "Runs the connector conformance kit on a module: ABI gates, exported symbols, schemas,\n"
@@ -64,14 +64,14 @@ bool json_arg(const arg_parser& p, const char* name, const std::string& fallback
 int run_connector_check(const std::vector<std::string>& args) {
     arg_parser p(args);
     if (p.flag("help")) {
-        std::fputs(usage, stdout);
+        std::fputs(connector_check_usage, stdout);
         return 0;
     }
     if (!p.error.empty() || p.positional().size() != 1) {
         if (!p.error.empty()) {
             std::fprintf(stderr, "wopbridge connector-check: %s\n", p.error.c_str());
         }
-        std::fputs(usage, stderr);
+        std::fputs(connector_check_usage, stderr);
         return 2;
     }
     connector_check_options opt;

@@ -14,7 +14,7 @@
 namespace wopbridge::cli {
 namespace {
 
-constexpr const char* usage =
+constexpr const char* host_key_usage =
     "usage: wopbridge host-key status --config FILE\n"
     "       wopbridge host-key add --config FILE --key-file NEW\n"
     "       wopbridge host-key retire --config FILE\n"
@@ -175,12 +175,12 @@ int run_host_key(const std::vector<std::string>& args) {
     arg_parser p(args);
     const auto& verb = p.positional();
     if (p.flag("help")) {
-        std::fputs(usage, stdout);
+        std::fputs(host_key_usage, stdout);
         return 0;
     }
     const std::string path = p.value("config");
     if (!p.error.empty() || verb.size() != 1 || path.empty()) {
-        std::fputs(p.error.empty() ? usage : (p.error + "\n").c_str(), stderr);
+        std::fputs(p.error.empty() ? host_key_usage : (p.error + "\n").c_str(), stderr);
         return 2;
     }
     system_random_source random;
@@ -193,7 +193,7 @@ int run_host_key(const std::vector<std::string>& args) {
     if (verb.front() == "status") {
         return show_status(path, random);
     }
-    std::fputs(usage, stderr);
+    std::fputs(host_key_usage, stderr);
     return 2;
 }
 

@@ -1,6 +1,7 @@
 // `wopbridge send`: the local dev loop. Sends one test event to a running bridge the way the
 // subscription's provider would: signed with the secret the config file holds (Standard Webhooks,
 // Slack v0, Twilio), or as a browser posts a form (its Origin, a fresh form token).
+#include "cli/client_http.hpp"
 #include "cli/commands.hpp"
 #include "config/config.hpp"
 
@@ -26,7 +27,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr const char* usage =
+constexpr const char* send_usage =
     "usage: wopbridge send --config FILE SUBSCRIPTION [--file BODY | --data TEXT] [--url URL]\n"
     "Sends one test event to a running bridge as SUBSCRIPTION's provider would, with the secret\n"
     "FILE holds: a Standard Webhooks signature (webhook subscriptions), Slack's v0 signature, a\n"
@@ -49,11 +50,6 @@ struct answer {
     std::string error;
 };
 
-std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
-    static_cast<std::string*>(user)->append(data, size * n);
-    return size * n;
-}
-
 answer perform(const request& r) {
     answer out;
     std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
@@ -69,7 +65,7 @@ answer perform(const request& r) {
     curl_easy_setopt(curl.get(), CURLOPT_URL, r.url.c_str());
     curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, r.method.c_str());
     curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, &on_body);
+    curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, &append_body);
     curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &out.body);
     curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 60L);
@@ -290,12 +286,12 @@ std::optional<std::string> read_body(const arg_parser& p) {
 int run_send(const std::vector<std::string>& args) {
     arg_parser p(args);
     if (p.flag("help")) {
-        std::fputs(usage, stdout);
+        std::fputs(send_usage, stdout);
         return 0;
     }
     const std::string path = p.value("config");
     if (!p.error.empty() || path.empty() || p.positional().size() != 1) {
-        std::fputs(p.error.empty() ? usage : (p.error + "\n").c_str(), stderr);
+        std::fputs(p.error.empty() ? send_usage : (p.error + "\n").c_str(), stderr);
         return 2;
     }
     auto loaded = load_config(path);

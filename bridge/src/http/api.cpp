@@ -3,8 +3,6 @@
 #include "contract/wire.hpp"
 #include "http/api_helpers.hpp"
 #include "http/openapi_document.hpp"
-#include "http/ops_handlers.hpp"
-#include "http/ui_assets.hpp"
 
 #include <boost/json/array.hpp>
 
@@ -121,6 +119,49 @@ bool http_api::is_control_route(std::string_view method, std::string_view path) 
     return m.matched && !m.matched->ingest_body;
 }
 
+namespace {
+
+void refuse_unauthenticated(api_context& ctx) {
+    ctx.sink->send(error_response(401, "unauthenticated", "a valid API key is required"));
+}
+
+void refuse_scope(api_context& ctx, std::string_view scope) {
+    json::object details;
+    details["requiredScope"] = scope;
+    ctx.sink->send(
+        error_response(403, "forbidden", "the API key lacks a required scope", std::move(details)));
+}
+
+} // namespace
+
+// true = the caller may go on (ctx.who set when a key was presented); false = refused and answered.
+bool http_api::admit(api_context& ctx) {
+    const route& r = *ctx.matched;
+    if (r.auth == route_auth::none) {
+        return true;
+    }
+    auto header = ctx.req.header("authorization");
+    if (r.auth == route_auth::optional_key && !header) {
+        return true;
+    }
+    auto who = auth_.authenticate(header);
+    if (!who) {
+        refuse_unauthenticated(ctx);
+        return false;
+    }
+    if (!r.scope.empty() && !who->has_scope(r.scope)) {
+        refuse_scope(ctx, r.scope);
+        return false;
+    }
+    ctx.who = std::move(*who);
+    if (r.auth == route_auth::api_key && declares_non_json(ctx.req)) {
+        ctx.sink->send(error_response(415, "unsupported_media_type",
+                                      "the request body must be application/json"));
+        return false;
+    }
+    return true;
+}
+
 void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
     auto ctx = std::make_shared<context>();
     ctx->req = std::move(req);
@@ -138,56 +179,15 @@ void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
     }
     ctx->matched = m.matched;
     ctx->params = std::move(m.params);
-    if (m.matched->authenticated) {
-        auto who = auth_.authenticate(ctx->req.header("authorization"));
-        if (!who) {
-            ctx->sink->send(error_response(401, "unauthenticated", "a valid API key is required"));
-            return;
-        }
-        if (!m.matched->scope.empty() && !who->has_scope(m.matched->scope)) {
-            json::object details;
-            details["requiredScope"] = m.matched->scope;
-            ctx->sink->send(error_response(403, "forbidden", "the API key lacks a required scope",
-                                           std::move(details)));
-            return;
-        }
-        ctx->who = std::move(*who);
-        if (declares_non_json(ctx->req)) {
-            ctx->sink->send(error_response(415, "unsupported_media_type",
-                                           "the request body must be application/json"));
-            return;
-        }
-    }
-    if (m.matched->id == route_id::metrics && ctx->req.header("authorization")) {
-        // Optional key: without one the scrape is aggregate only; a key must be valid and carry
-        // webhooks:manage to see its tenant's per-subscription series (ids are ingest URLs).
-        auto who = auth_.authenticate(ctx->req.header("authorization"));
-        if (!who) {
-            ctx->sink->send(error_response(401, "unauthenticated", "a valid API key is required"));
-            return;
-        }
-        if (!who->has_scope(scope_webhooks_manage)) {
-            json::object details;
-            details["requiredScope"] = scope_webhooks_manage;
-            ctx->sink->send(error_response(403, "forbidden", "the API key lacks a required scope",
-                                           std::move(details)));
-            return;
-        }
-        ctx->who = std::move(*who);
+    if (!admit(*ctx)) {
+        return;
     }
     if (m.matched->ingest_body && rate_limited_by_address(*ctx)) {
         return; // before any store work: a flood from one address costs a map lookup
     }
-    switch (m.matched->id) {
-    case route_id::healthz:
-        detail::reply_json(*ctx, 200, json::object{{"status", "ok"}});
+    if (m.matched->on_io_thread) {
+        m.matched->handler(*this, ctx); // static, in memory
         return;
-    case route_id::well_known: well_known(*ctx); return;
-    case route_id::openapi: openapi(*ctx); return;
-    // Static, in memory: answered on the I/O thread.
-    case route_id::ui_index: ctx->sink->send(ui::serve(ctx->req, "index.html")); return;
-    case route_id::ui_asset: ctx->sink->send(ui::serve(ctx->req, ctx->param("asset"))); return;
-    default: break;
     }
     // Everything else may touch the store: never on the I/O thread.
     tasks_.post([this, ctx]() mutable { dispatch(std::move(ctx)); });
@@ -195,43 +195,7 @@ void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
 
 void http_api::dispatch(std::shared_ptr<context> ctx) {
     try {
-        switch (ctx->matched->id) {
-        case route_id::readyz: readyz(*ctx); return;
-        case route_id::subscription_create: create_subscription(*ctx); return;
-        case route_id::subscription_list: list_subscriptions(*ctx); return;
-        case route_id::subscription_get: get_subscription(*ctx); return;
-        case route_id::subscription_patch: patch_subscription(*ctx); return;
-        case route_id::subscription_delete: delete_subscription(*ctx); return;
-        case route_id::subscription_deliveries: list_deliveries(*ctx); return;
-        case route_id::subscription_dead_letters: list_dead_letters(*ctx); return;
-        case route_id::ingest:
-        case route_id::ingest_connector_path: ingest(ctx); return;
-        case route_id::run_get: get_run(*ctx); return;
-        case route_id::run_output: get_run_output(*ctx); return;
-        case route_id::run_events_poll: poll_events(ctx); return;
-        case route_id::run_events_stream: stream_events(ctx); return;
-        case route_id::seam_deliver: seam_deliver(*ctx); return;
-        case route_id::seam_events: seam_events(*ctx); return;
-        case route_id::seam_reset: seam_reset(*ctx); return;
-        case route_id::dead_letter_replay: ops::replay_one(*ctx, bridge_); return;
-        case route_id::dead_letters_replay: ops::replay_bulk(*ctx, bridge_); return;
-        case route_id::replay_job_get: ops::replay_job(*ctx, bridge_); return;
-        case route_id::metrics: ops::metrics(*ctx, bridge_); return;
-        case route_id::subscriptions_overview: ops::overview(*ctx, bridge_); return;
-        case route_id::run_list: ops::list_runs(*ctx, bridge_); return;
-        case route_id::subscription_dead_letters_view: ops::dead_letters_view(*ctx, bridge_); return;
-        case route_id::ops_changes: stream_changes(ctx); return;
-        case route_id::webhook_create: create_webhook(*ctx); return;
-        case route_id::webhook_list: list_webhooks(*ctx); return;
-        case route_id::webhook_delete: delete_webhook(*ctx); return;
-        case route_id::webhook_dead_letters: list_webhook_dead_letters(*ctx); return;
-        case route_id::healthz:
-        case route_id::well_known:
-        case route_id::openapi:
-        case route_id::ui_index:
-        case route_id::ui_asset: break;
-        }
-        ctx->sink->send(error_response(404, "not_found", "no such route"));
+        ctx->matched->handler(*this, ctx);
     } catch (const std::exception&) {
         // Handlers report errors as values; an exception here is a bug (bad_alloc at worst).
         ctx->sink->send(error_response(500, "internal_error", "internal error"));

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,16 @@ struct api_options {
     std::string run_output_dir;
 };
 
+// One request on its way through the API: the matched row, its path parameters, and the caller.
+struct api_context {
+    http_request req;
+    std::shared_ptr<response_sink> sink;
+    const route* matched = nullptr;
+    std::map<std::string, std::string> params;
+    principal who;
+    const std::string& param(const std::string& name) const { return params.at(name); }
+};
+
 class http_api final : public request_handler {
 public:
     // `router` may be null (no connector modules loaded).
@@ -64,16 +75,13 @@ public:
     // The discovery document (GET /.well-known/openwop).
     boost::json::object capabilities() const;
 
-    struct context {
-        http_request req;
-        std::shared_ptr<response_sink> sink;
-        const route* matched = nullptr;
-        std::map<std::string, std::string> params;
-        principal who;
-        const std::string& param(const std::string& name) const { return params.at(name); }
-    };
+    using context = api_context;
 
-private:
+    // The route table (routes.cpp): a member, so its rows' handlers reach the private ones below.
+    static std::span<const route> routes() noexcept;
+
+  private:
+    bool admit(context& ctx); // the row's auth rule; false = refused and answered
     void dispatch(std::shared_ptr<context> ctx);
 
     // discovery + health (api.cpp)

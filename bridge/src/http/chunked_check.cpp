@@ -1,5 +1,7 @@
 #include "http/chunked_check.hpp"
 
+#include <wopbridge/http_util.hpp>
+
 #include <cctype>
 
 namespace wopbridge::http {
@@ -7,35 +9,9 @@ namespace {
 
 constexpr std::size_t max_trailer_line = 8192;
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 bool is_tchar(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
            std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) {
-        return false;
-    }
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (std::tolower(static_cast<unsigned char>(a[i])) !=
-            std::tolower(static_cast<unsigned char>(b[i]))) {
-            return false;
-        }
-    }
-    return true;
 }
 
 } // namespace
@@ -61,11 +37,11 @@ chunked_check::verdict chunked_check::feed(std::string_view bytes) {
         const char c = bytes[i];
         switch (at_) {
         case at::size:
-            if (hex_value(c) >= 0) {
+            if (hex_digit(c) >= 0) {
                 if (++digits_ > 16) {
                     return refuse();
                 }
-                remaining_ = remaining_ * 16 + static_cast<unsigned>(hex_value(c));
+                remaining_ = remaining_ * 16 + static_cast<unsigned>(hex_digit(c));
             } else if (digits_ > 0 && c == ';') {
                 at_ = at::extension;
             } else if (digits_ > 0 && (c == ' ' || c == '\t')) {

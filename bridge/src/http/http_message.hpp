@@ -1,7 +1,7 @@
 #pragma once
 // The HTTP layer's own neutral message types. The router and every handler work on these, so they
-// compile without Asio/Beast and are unit-testable without sockets; only the server (server_connection.cpp) converts them
-// to and from Beast messages.
+// compile without Asio/Beast and are unit-testable without sockets; only the server
+// (serve_requests.hpp) converts them to and from Beast messages.
 
 #include <chrono>
 #include <cstdint>

@@ -88,7 +88,7 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
                                   std::nullopt, 30));
         return;
     }
-    if (ctx->matched->id == route_id::ingest_connector_path) {
+    if (ctx->params.contains("connectorPath")) {
         // Sub-paths exist only for connectors; on a plain webhook subscription there is no such
         // resource (a 405 would claim that POST there could work).
         sink->send(error_response(404, "not_found", "no such path under this subscription"));

@@ -1,73 +1,52 @@
 #pragma once
-// The route table of the HTTP surface and the matcher (404 / 405 + Allow). Patterns use the
-// OpenAPI path-template syntax ("/v1/runs/{runId}") so the table and schemas/openapi.json can be
-// compared one to one.
+// The route table's shape and the matcher (404 / 405 + Allow); the rows are in routes.cpp. Patterns
+// use the OpenAPI path-template syntax ("/v1/runs/{runId}") so the table and schemas/openapi.json
+// can be compared one to one.
 
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
 namespace wopbridge::http {
 
-enum class route_id {
-    well_known,
-    openapi,
-    healthz,
-    readyz,
-    subscription_create,
-    subscription_list,
-    subscription_get,
-    subscription_patch,
-    subscription_delete,
-    subscription_deliveries,
-    subscription_dead_letters,
-    ingest,
-    ingest_connector_path,
-    run_get,
-    run_events_poll,
-    run_events_stream,
-    run_output,
-    seam_deliver,
-    seam_events,
-    seam_reset,
-    dead_letter_replay,      // ops_handlers.cpp
-    dead_letters_replay,
-    replay_job_get,
-    metrics,
-    // outbound run-event webhooks (webhook_handlers.cpp)
-    webhook_create,
-    webhook_list,
-    webhook_delete,
-    webhook_dead_letters,
-    // operator views (ops_handlers.cpp) and the dashboard's static assets (ui_handlers.cpp)
-    subscriptions_overview,
-    ui_index,
-    ui_asset,
-    // appended: the run listing (run_list_handlers.cpp) and dead letters with their replays
-    run_list,
-    subscription_dead_letters_view,
-    ops_changes,
+class http_api;
+struct api_context;
+
+// Who may call a route.
+enum class route_auth {
+    none,         // open: discovery, health, the dashboard's files, ingest (the verifier decides)
+    api_key,      // a bearer API key, carrying `scope` when one is named
+    optional_key, // open; a key, when sent, must be valid and carry `scope` (it widens the answer)
 };
 
+// What serves a matched request. Handlers that may touch the store run on the API's task
+// scheduler; `on_io_thread` ones answer from memory on the connection's own thread.
+using route_handler = void (*)(http_api& api, const std::shared_ptr<api_context>& ctx);
+
+// One row of the table, written with designated initialisers: a new route is one row (method,
+// pattern, who may call it, its handler) plus the handler itself. schemas/openapi.json is checked
+// against the rows (OpenApiTest), and the security matrix walks them (SecurityMatrixTest).
 struct route {
     std::string_view method;
     std::string_view pattern;
-    route_id id;
-    bool authenticated;       // bearer API key required
-    std::string_view scope;   // required scope ("" = any authenticated key)
-    bool ingest_body = false; // the ingest body limit applies
-    bool seam = false;        // served only when test seams are enabled
-    bool greedy_tail = false; // the last {param} takes the rest of the path, slashes included
+    route_auth auth = route_auth::none;
+    std::string_view scope = {}; // required scope ("" = any valid key)
+    bool ingest_body = false;    // the ingest body limit applies
+    bool seam = false;           // served only when test seams are enabled
+    bool greedy_tail = false;    // the last {param} takes the rest of the path, slashes included
+    bool on_io_thread = false;   // answered in memory, never posted to the task scheduler
+    route_handler handler = nullptr;
 };
 
-// The full table, in match order.
+// The full table, in match order (routes.cpp).
 std::span<const route> route_table() noexcept;
 
 struct route_match {
-    const route* matched = nullptr;       // set when status == 200
-    int status = 404;                      // 200, 404 or 405
-    std::string allow;                     // for 405: "GET, PATCH"
+    const route* matched = nullptr;            // set when status == 200
+    int status = 404;                          // 200, 404 or 405
+    std::string allow;                         // for 405: "GET, PATCH"
     std::map<std::string, std::string> params; // percent-decoded
 };
 

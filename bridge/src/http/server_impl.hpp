@@ -1,7 +1,8 @@
 #pragma once
-// Internal to the HTTP server (server*.cpp only): the server's state, its task scheduler and the
-// bookkeeping stop() and the connection limits need. server.cpp holds the listener and the public
-// API; server_connection.cpp a connection's request/response exchanges.
+// Internal to the HTTP server (server*.cpp and serve_requests* only): the server's state, its task
+// scheduler and the bookkeeping stop() and the connection limits need. server.cpp holds the
+// listener and the public API; server_connection.cpp and serve_requests.hpp a connection's
+// request/response exchanges.
 
 #include "http/server.hpp"
 #include "core/thread_name.hpp"

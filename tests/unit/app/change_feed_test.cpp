@@ -4,6 +4,7 @@
 #include "app/observed_store.hpp"
 
 #include "store/store.hpp"
+#include "support/fake_clock.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 
 TEST(ChangeFeedTest, WakesTheWritesTenantOncePerWatch) {
     change_feed feed;

@@ -3,6 +3,7 @@
 #include "app/observed_store.hpp"
 
 #include "store/store.hpp"
+#include "support/fake_clock.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 
 TEST(ObservedStoreTest, EventsToldForANewRunAreTheStoredOnes) {
     testing::temp_dir dir;

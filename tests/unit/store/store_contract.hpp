@@ -5,6 +5,7 @@
 // fixture is one type in every file (one instantiation covers the tests of all of them).
 #include "store/store.hpp"
 #include "support/eventually.hpp"
+#include "support/fake_clock.hpp"
 #include "support/postgres_server.hpp"
 #include "support/temp_dir.hpp"
 
@@ -34,7 +35,7 @@ using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 using testing::temp_dir;
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 constexpr auto wait_limit = std::chrono::seconds(30);
 
 struct store_backend {

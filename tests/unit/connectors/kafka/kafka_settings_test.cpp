@@ -11,7 +11,8 @@
 
 #include <algorithm>
 
-namespace wopbridge::testing {
+// Named, so its using-directive stays in this file in a unity build.
+namespace wopbridge::testing::kafka_settings_test {
 namespace {
 
 using namespace wopbridge::kafka;
@@ -155,4 +156,4 @@ TEST(KafkaMessageEventTest, JsonTextAndBinaryPayloadsAreCarriedAsTheSchemaAllows
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::kafka_settings_test

@@ -9,7 +9,8 @@
 
 #include <gtest/gtest.h>
 
-namespace wopbridge::testing {
+// Named, so its using-directive stays in this file in a unity build.
+namespace wopbridge::testing::nats_settings_test {
 namespace {
 
 using namespace wopbridge::nats;
@@ -118,4 +119,4 @@ TEST(NatsMessageEventTest, OversizeOrRefusedPayloadIsLeftOutButTheMessageIsNamed
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::nats_settings_test

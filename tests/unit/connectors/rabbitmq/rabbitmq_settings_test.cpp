@@ -9,7 +9,8 @@
 
 #include <gtest/gtest.h>
 
-namespace wopbridge::testing {
+// Named, so its using-directive stays in this file in a unity build.
+namespace wopbridge::testing::rabbitmq_settings_test {
 namespace {
 
 using namespace wopbridge::rabbitmq;
@@ -192,4 +193,4 @@ TEST(RabbitmqMessageEventTest, JsonTextAndBinaryPayloadsAreCarriedAsTheSchemaAll
 }
 
 } // namespace
-} // namespace wopbridge::testing
+} // namespace wopbridge::testing::rabbitmq_settings_test

@@ -66,7 +66,7 @@ class SlackModuleTest : public ::testing::Test {
 
     static boost::json::value json(const std::string& text) { return boost::json::parse(text); }
 
-    void expect_envelope(const http_reply& reply, int status, std::string_view code) {
+    void expect_envelope(const module_reply& reply, int status, std::string_view code) {
         expect_error_envelope(reply, status, code);
         EXPECT_TRUE(json(reply.body).at("message").is_string());
     }

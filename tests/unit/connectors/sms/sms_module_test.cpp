@@ -33,7 +33,7 @@ constexpr std::string_view vector_json_body = R"({"property": "value", "boolean"
 constexpr std::string_view vector_json_signature = "a9nBmqA0ju/hNViExpshrM61xv4=";
 
 constexpr std::string_view token = "sms-test-token-0001";
-constexpr const char* form_type = "application/x-www-form-urlencoded";
+constexpr const char* sms_form_type = "application/x-www-form-urlencoded";
 constexpr std::string_view empty_twiml = R"(<?xml version="1.0" encoding="UTF-8"?><Response/>)";
 
 std::string form_encode(const params& fields) {
@@ -80,7 +80,7 @@ class SmsModuleTest : public ::testing::Test {
     static http_request_spec signed_form(const params& fields, std::string_view key = token) {
         http_request_spec req;
         const std::string url = std::string(connector_harness::public_base) + "/v1/ingest/sub-1";
-        req.headers = {{"Content-Type", form_type},
+        req.headers = {{"Content-Type", sms_form_type},
                        {"X-Twilio-Signature", sig::sign_twilio(key, url, fields)}};
         req.body = form_encode(fields);
         return req;
@@ -100,7 +100,7 @@ class SmsModuleTest : public ::testing::Test {
 
     static boost::json::value json(const std::string& text) { return boost::json::parse(text); }
 
-    void expect_envelope(const http_reply& reply, int status, std::string_view code) {
+    void expect_envelope(const module_reply& reply, int status, std::string_view code) {
         expect_error_envelope(reply, status, code);
     }
 
@@ -126,7 +126,7 @@ TEST_F(SmsModuleTest, PublishedFormVectorIsAccepted) {
     http_request_spec req;
     req.public_url = std::string(vector_url);
     req.target = "/v1/ingest/sub-1?foo=1&bar=2";
-    req.headers = {{"Content-Type", form_type},
+    req.headers = {{"Content-Type", sms_form_type},
                    {"X-Twilio-Signature", std::string(vector_form_signature)}};
     req.body = form_encode(vector_params);
     auto reply = harness_.send(req);
@@ -140,7 +140,7 @@ TEST_F(SmsModuleTest, PublishedFormVectorIsAccepted) {
     EXPECT_EQ(webhook.at("body").at("Caller").as_string(), "+12349013030");
     EXPECT_EQ(webhook.at("body").as_object().size(), 5u);
     EXPECT_EQ(webhook.at("headers").as_object().size(), 1u);
-    EXPECT_EQ(webhook.at("headers").at("content-type").as_string(), form_type);
+    EXPECT_EQ(webhook.at("headers").at("content-type").as_string(), sms_form_type);
 }
 
 TEST_F(SmsModuleTest, PublishedJsonVectorIsAccepted) {
@@ -164,7 +164,7 @@ TEST_F(SmsModuleTest, PublicUrlOverrideVerifiesTheProviderUrl) {
     bring_up(R"({"authToken":"12345","publicUrl":"https://mycompany.com/myapp.php"})");
     http_request_spec req;
     req.target = "/v1/ingest/sub-1?foo=1&bar=2"; // public_url defaults to the bridge's own URL
-    req.headers = {{"Content-Type", form_type},
+    req.headers = {{"Content-Type", sms_form_type},
                    {"X-Twilio-Signature", std::string(vector_form_signature)}};
     req.body = form_encode(vector_params);
     EXPECT_EQ(harness_.send(req).status, 200);
@@ -177,7 +177,7 @@ TEST_F(SmsModuleTest, TamperedParameterIsRefused) {
     tampered[2].second = "9999";
     http_request_spec req;
     req.public_url = std::string(vector_url);
-    req.headers = {{"Content-Type", form_type},
+    req.headers = {{"Content-Type", sms_form_type},
                    {"X-Twilio-Signature", std::string(vector_form_signature)}};
     req.body = form_encode(tampered);
     expect_envelope(harness_.send(req), 403, "signature_invalid");
@@ -351,7 +351,7 @@ TEST_F(SmsModuleTest, ExampleReadmeRecipeVerifies) {
                              "From+15551230000MessageSidSM1NumMedia0To+15559870000";
     http_request_spec req;
     req.headers = {
-        {"content-type", form_type},
+        {"content-type", sms_form_type},
         {"x-twilio-signature", sig::base64_encode(sig::hmac_sha1("readme-token", data))}};
     req.body = "AccountSid=AC0001&Body=Printer%20on%20fire%20%26%20smoking&From=%2B15551230000"
                "&MessageSid=SM1&NumMedia=0&To=%2B15559870000";

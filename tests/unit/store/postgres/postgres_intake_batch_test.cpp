@@ -2,6 +2,7 @@
 // (a duplicate inside the batch, a key a live row holds, an expired row, dedup off, a request
 // that fails) must still get the answer it would get alone, and lose nothing of the others.
 #include "store/store.hpp"
+#include "support/fake_clock.hpp"
 #include "support/postgres_server.hpp"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 constexpr millis day = 24 * 3600 * 1000;
 
 class PostgresIntakeBatchTest : public ::testing::Test {

@@ -2,6 +2,7 @@
 // subscription's row alone (every node's settlement would otherwise queue on its row lock and
 // notify every other node), and the breaker's bookkeeping still lands when it moves.
 #include "store/store.hpp"
+#include "support/fake_clock.hpp"
 #include "support/postgres_server.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 
 class PostgresSettleTest : public ::testing::Test {
   protected:

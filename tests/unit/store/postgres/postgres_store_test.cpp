@@ -4,6 +4,7 @@
 #include "store/postgres/pg_migrations.hpp"
 #include "store/store.hpp"
 #include "support/eventually.hpp"
+#include "support/fake_clock.hpp"
 #include "support/postgres_server.hpp"
 
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 
 class PostgresStoreTest : public ::testing::Test {
   protected:

@@ -3,6 +3,7 @@
 // zero bytes once the store is idle.
 #include "store/store.hpp"
 #include "support/eventually.hpp"
+#include "support/fake_clock.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 
 std::uintmax_t size_or_zero(const std::string& path) {
     std::error_code ec;

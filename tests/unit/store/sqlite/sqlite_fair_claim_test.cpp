@@ -2,6 +2,7 @@
 // backlog cannot take every slot ahead of another subscription's due deliveries; within one
 // subscription the order stays due order.
 #include "store/store.hpp"
+#include "support/fake_clock.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1767225600000;
+using testing::t0;
 
 class SqliteFairClaimTest : public ::testing::Test {
   protected:
