@@ -13,6 +13,9 @@ build="${1:-build-asan}"
 export CCACHE_NOHASHDIR=1 CCACHE_BASEDIR="$PWD"
 cmake -S . -B "$build" -G Ninja -DWOPBRIDGE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DWOPBRIDGE_BUILD_TESTS=ON >/dev/null
+if [[ -f build/compile_commands.json ]]; then
+    python3 scripts/check-shared-test-objects.py build "$build"
+fi
 cmake --build "$build" -j"$(nproc)"
 # Child processes (wopbridge serve, modules) inherit these. Leaks are checked; tests/lsan.supp lists the
 # deliberate ones with the reason for each.
