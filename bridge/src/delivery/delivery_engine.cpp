@@ -1,14 +1,11 @@
 #include "delivery/delivery_engine.hpp"
 
 #include "contract/events.hpp"
-#include "contract/retry_schedule.hpp"
-#include "contract/state_machine.hpp"
 #include "core/ids.hpp"
 #include "core/thread_name.hpp"
+#include "delivery/attempt_record.hpp"
 #include "delivery/claim_wait.hpp"
 #include "store/store.hpp"
-
-#include <boost/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -38,23 +35,12 @@ struct delivery_engine::completion {
 };
 
 namespace {
-constexpr std::string_view replay_prefix = "replay:";
-
-std::string with_replay_of(const std::string& payload_json, const std::string& attempt_event_id) {
-    boost::system::error_code ec;
-    auto v = boost::json::parse(payload_json, ec);
-    if (ec || !v.is_object()) {
-        return payload_json;
-    }
-    auto& o = v.as_object();
-    if (!o["metadata"].is_object()) {
-        o["metadata"] = boost::json::object{};
-    }
-    o["metadata"].as_object()["replayOf"] = attempt_event_id;
-    return boost::json::serialize(v);
+run_start_result attempt_timed_out_result() {
+    run_start_result r;
+    r.outcome = run_start_result::kind::retry;
+    r.reason = "attempt timed out";
+    return r;
 }
-
-constexpr millis day_ms = 24LL * 3600 * 1000;
 } // namespace
 
 delivery_engine::delivery_engine(store& st, run_starter& starter, clock_source& clock,
@@ -72,7 +58,7 @@ std::string delivery_engine::mint(std::string_view prefix) {
 }
 
 void delivery_engine::start() {
-    std::lock_guard lock(mutex_);
+    wopbridge::lock_guard lock(mutex_);
     if (running_) {
         return;
     }
@@ -92,7 +78,7 @@ void delivery_engine::start() {
 
 void delivery_engine::stop() {
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         if (!running_) {
             return;
         }
@@ -104,42 +90,31 @@ void delivery_engine::stop() {
     }
     std::vector<std::shared_ptr<attempt_ctx>> left;
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         for (auto& [_, ctx] : in_flight_) {
             left.push_back(ctx);
         }
     }
     wait_for(left); // the recorder still runs: what finishes in time is recorded
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         recorder_stopping_ = true;
     }
     completion_cv_.notify_all();
     if (recorder_.joinable()) {
         recorder_.join();
     }
-    std::lock_guard lock(mutex_);
+    wopbridge::lock_guard lock(mutex_);
     recorder_running_ = false;
     running_ = false;
 }
 
 void delivery_engine::notify() {
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         notified_ = true;
     }
     cv_.notify_all();
-}
-
-std::string replay_dedup_key(std::string_view attempt_event_id) {
-    return std::string(replay_prefix) + std::string(attempt_event_id);
-}
-
-std::string replay_of(std::string_view dedup_key) {
-    if (dedup_key.substr(0, replay_prefix.size()) != replay_prefix) {
-        return {};
-    }
-    return std::string(dedup_key.substr(replay_prefix.size()));
 }
 
 int delivery_engine::run_due(millis now) {
@@ -161,7 +136,7 @@ int delivery_engine::run_due(millis now) {
 void delivery_engine::loop() {
     for (;;) {
         {
-            std::lock_guard lock(mutex_);
+            wopbridge::lock_guard lock(mutex_);
             if (stopping_) {
                 return;
             }
@@ -170,7 +145,7 @@ void delivery_engine::loop() {
         expire_timeouts(now);
         int capacity = 0;
         {
-            std::lock_guard lock(mutex_);
+            wopbridge::lock_guard lock(mutex_);
             capacity = opts_.max_in_flight - static_cast<int>(in_flight_.size());
         }
         if (capacity > 0) {
@@ -189,13 +164,14 @@ void delivery_engine::loop() {
             wait = claim_wait_ms(now, clock_.now_ms(), next ? *next : std::nullopt);
         }
         {
-            std::lock_guard lock(mutex_);
+            wopbridge::lock_guard lock(mutex_);
             for (auto& [_, ctx] : in_flight_) {
                 wait = std::min(wait, std::max<millis>(1, ctx->deadline - now));
             }
         }
-        std::unique_lock lock(mutex_);
-        cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return notified_ || stopping_; });
+        wopbridge::unique_lock lock(mutex_);
+        lock.wait_for(cv_, std::chrono::milliseconds(wait),
+                      [this]() REQUIRES(mutex_) { return notified_ || stopping_; });
         notified_ = false;
     }
 }
@@ -231,7 +207,7 @@ int delivery_engine::claim_and_dispatch(millis now, int limit,
         }
         ctx->sub = *sub;
         {
-            std::lock_guard lock(mutex_);
+            wopbridge::lock_guard lock(mutex_);
             in_flight_[ctx.get()] = ctx;
         }
         out.push_back(ctx);
@@ -292,7 +268,7 @@ void delivery_engine::complete(const std::shared_ptr<attempt_ctx>& ctx, run_star
         return; // already timed out (or finished): a late answer changes nothing
     }
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         completions_.push_back(completion{ctx, std::move(res), at});
     }
     completion_cv_.notify_one();
@@ -302,8 +278,10 @@ void delivery_engine::complete(const std::shared_ptr<attempt_ctx>& ctx, run_star
 void delivery_engine::recorder_loop() {
     for (;;) {
         {
-            std::unique_lock lock(mutex_);
-            completion_cv_.wait(lock, [this] { return recorder_stopping_ || !completions_.empty(); });
+            wopbridge::unique_lock lock(mutex_);
+            lock.wait(completion_cv_, [this]() REQUIRES(mutex_) {
+                return recorder_stopping_ || !completions_.empty();
+            });
             if (completions_.empty()) {
                 return; // stopping, and drained
             }
@@ -353,110 +331,12 @@ void delivery_engine::after_commit_start(const std::shared_ptr<attempt_ctx>& ctx
     });
 }
 
-namespace {
-// The outcome of one attempt as the record that commits it, given the subscription as it stands
-// (its breaker count and state, carried from the batch's earlier records of it). Returns whether
-// the attempt starts a run.
-bool build_record(const delivery_engine::attempt_view& a, const subscription& sub,
-                  const run_start_result& res, millis at, const delivery_engine_options& opts,
-                  random_source& random, const std::function<std::string()>& mint_event_id,
-                  attempt_record& rec) {
-    bool delivered = false;
-    rec.delivery_id = a.dlv.id;
-    rec.subscription_id = sub.id;
-    rec.at = at;
-    rec.attempt_event_id = a.attempt_event_id;
-    rec.attempt.subscription_id = sub.id;
-    rec.attempt.dedup_key = a.dlv.dedup_key;
-    rec.attempt.attempt = a.dlv.attempts + 1;
-    rec.next_probe_at = sub.next_probe_at;
-
-    auto change_to = [&](sub_state to, state_reason reason) {
-        if (transition_allowed(sub.state, to)) {
-            rec.state_change_caused = state_change{sub.id, sub.source, sub.state, to, reason};
-            rec.state_change_event_id = mint_event_id();
-        }
-    };
-
-    if (res.outcome == run_start_result::kind::started) {
-        rec.attempt.outcome = attempt_outcome::delivered;
-        rec.attempt.run_id = a.dlv.run_id;
-        run_record run;
-        run.id = a.dlv.run_id;
-        run.tenant = sub.tenant;
-        run.workflow_id = sub.workflow_id;
-        run.subscription_id = sub.id;
-        run.delivery_id = a.dlv.id;
-        run.upstream_run_id = res.upstream_run_id;
-        run.created_at = at;
-        run.updated_at = at;
-        // Local: prepare() told what follows run.started (e.g. run.completed for a workflow
-        // without a command); upstream: the start result may.
-        const auto& follow = res.follow_up_events.empty() ? a.prepared.follow_up_events
-                                                          : res.follow_up_events;
-        run.status = res.follow_up_events.empty() ? a.prepared.status_after : res.status_after;
-        if (run.status == run_status::pending) {
-            run.status = run_status::running;
-        }
-        rec.run = run;
-        rec.run_started_event_id = a.run_started_event_id;
-        rec.run_started_payload_json = events::run_started_payload(
-            {sub.workflow_id, sub.tenant, sub.id, a.dlv.id});
-        if (auto of = replay_of(a.dlv.dedup_key); !of.empty()) {
-            rec.run_started_payload_json = with_replay_of(rec.run_started_payload_json, of);
-        }
-        rec.extra_run_events = follow;
-        for (std::size_t i = 0; i < follow.size(); ++i) {
-            rec.extra_run_event_ids.push_back(mint_event_id());
-        }
-        rec.consecutive_failures = 0;
-        rec.next_probe_at = 0;
-        if (sub.state == sub_state::failed) {
-            change_to(sub_state::active, state_reason::none); // the probe was delivered
-        }
-        delivered = true;
-    } else {
-        rec.error = res.reason.empty() ? "start failed" : res.reason;
-        // An active subscription that still carries a probe time was re-activated by an
-        // operator while failed (a delivered probe clears it): its count starts afresh, so
-        // the first failure after a re-activation does not re-open the breaker at once.
-        const bool reactivated = sub.state == sub_state::active && sub.next_probe_at != 0;
-        if (reactivated) {
-            rec.next_probe_at = 0;
-        }
-        rec.consecutive_failures = (reactivated ? 0 : sub.consecutive_failures) + 1;
-        bool exhausted = res.outcome == run_start_result::kind::permanent ||
-                         rec.attempt.attempt >= std::max(1, sub.retry.max_attempts);
-        if (exhausted) {
-            rec.attempt.outcome = attempt_outcome::dead_lettered;
-            rec.dead_letter_expires_at = at + opts.dead_letter_retention_days * day_ms;
-            change_to(sub_state::dead_lettered, state_reason::retry_exhausted);
-        } else {
-            rec.attempt.outcome = attempt_outcome::retrying;
-            rec.next_due_at =
-                at + retry_delay(sub.retry, rec.attempt.attempt, res.retry_after_ms, &random);
-            if (sub.state == sub_state::active &&
-                rec.consecutive_failures >= std::max(1, sub.breaker.failure_threshold)) {
-                change_to(sub_state::failed, state_reason::none);
-                rec.next_probe_at = at + sub.breaker.probe_interval_ms;
-            } else if (sub.state == sub_state::failed) {
-                rec.next_probe_at = at + sub.breaker.probe_interval_ms;
-            }
-            if (rec.next_probe_at > 0 &&
-                (sub.state == sub_state::failed || rec.state_change_caused)) {
-                rec.next_due_at = std::max(rec.next_due_at, rec.next_probe_at);
-            }
-        }
-    }
-    return delivered;
-}
-} // namespace
 
 int delivery_engine::record_queued() {
-    std::lock_guard record_lock(record_mutex_);
+    wopbridge::lock_guard record_lock(record_mutex_);
     std::vector<completion> batch;
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         const auto n = std::min<std::size_t>(completions_.size(),
                                              static_cast<std::size_t>(std::max(1, opts_.batch_size)));
         batch.assign(std::make_move_iterator(completions_.begin()),
@@ -483,8 +363,8 @@ int delivery_engine::record_queued() {
         const subscription& sub = it->second ? *it->second : ctx.sub;
         const attempt_view view{ctx.dlv, ctx.prepared, ctx.attempt_event_id,
                                 ctx.run_started_event_id};
-        delivered[i] = build_record(view, sub, batch[i].res, batch[i].at, opts_, random_,
-                                    mint_event_id, recs[i]);
+        delivered[i] = delivery_detail::build_record(view, sub, batch[i].res, batch[i].at, opts_,
+                                                     random_, mint_event_id, recs[i]);
         if (it->second) {
             it->second->consecutive_failures = recs[i].consecutive_failures;
             it->second->next_probe_at = recs[i].next_probe_at;
@@ -524,7 +404,7 @@ int delivery_engine::record_queued() {
         rep.reserved_run_id = ctx.dlv.run_id;
     }
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         for (const auto& c : batch) {
             in_flight_.erase(c.ctx.get());
         }
@@ -546,7 +426,7 @@ int delivery_engine::record_queued() {
 void delivery_engine::expire_timeouts(millis now) {
     std::vector<std::shared_ptr<attempt_ctx>> expired;
     {
-        std::lock_guard lock(mutex_);
+        wopbridge::lock_guard lock(mutex_);
         for (auto& [_, ctx] : in_flight_) {
             if (ctx->deadline <= now && !ctx->finished) {
                 expired.push_back(ctx);
@@ -554,20 +434,18 @@ void delivery_engine::expire_timeouts(millis now) {
         }
     }
     for (auto& ctx : expired) {
-        run_start_result r;
-        r.outcome = run_start_result::kind::retry;
-        r.reason = "attempt timed out";
-        complete(ctx, std::move(r), now);
+        complete(ctx, attempt_timed_out_result(), now);
     }
 }
 
 void delivery_engine::wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& ctxs) {
     // Bounded in real time by the attempt timeout; an attempt still out then counts as timed out.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.attempt_timeout_ms);
-    std::unique_lock lock(mutex_);
-    auto all_done = [&] {
-        return std::all_of(ctxs.begin(), ctxs.end(),
-                           [this](const auto& c) { return !in_flight_.count(c.get()); });
+    wopbridge::unique_lock lock(mutex_);
+    auto all_done = [&]() REQUIRES(mutex_) {
+        return std::all_of(ctxs.begin(), ctxs.end(), [this](const auto& c) REQUIRES(mutex_) {
+            return !in_flight_.count(c.get());
+        });
     };
     bool expired = false;
     for (;;) {
@@ -582,17 +460,15 @@ void delivery_engine::wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& 
             continue;
         }
         if (expired) {
-            done_cv_.wait(lock); // the timeouts are queued: they are recorded promptly
+            lock.wait(done_cv_); // the timeouts are queued: they are recorded promptly
             continue;
         }
-        if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        if (lock.wait_until(done_cv_, deadline) == std::cv_status::timeout) {
             expired = true;
             lock.unlock();
             for (const auto& ctx : ctxs) {
-                run_start_result r;
-                r.outcome = run_start_result::kind::retry;
-                r.reason = "attempt timed out";
-                complete(ctx, std::move(r), std::max(ctx->claimed_at, clock_.now_ms()));
+                complete(ctx, attempt_timed_out_result(),
+                         std::max(ctx->claimed_at, clock_.now_ms()));
             }
             lock.lock();
         }

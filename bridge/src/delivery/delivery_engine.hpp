@@ -20,13 +20,13 @@
 #include "contract/types.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/thread_annotations.hpp"
 #include "runs/run_starter.hpp"
 
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,15 +81,15 @@ public:
     // Called after each recorded attempt, on the thread that recorded it; must not block.
     void set_attempt_listener(attempt_listener listener);
 
-    void start();
+    void start() EXCLUDES(mutex_);
     // Stops claiming, waits for in-flight attempts (each at most attempt_timeout_ms), and leaves
     // unclaimed or unfinished deliveries to the next start (leases expire). Idempotent.
-    void stop();
+    void stop() EXCLUDES(mutex_);
     // New work may be due (intake committed, a subscription was resumed).
-    void notify();
+    void notify() EXCLUDES(mutex_);
 
     // Claims and completes everything due at `now`, synchronously. Returns the attempts recorded.
-    int run_due(millis now);
+    int run_due(millis now) EXCLUDES(mutex_);
 
     struct attempt_ctx;
     struct completion;
@@ -102,17 +102,19 @@ public:
     };
 
 private:
-    void loop();
-    void recorder_loop();
-    int claim_and_dispatch(millis now, int limit, std::vector<std::shared_ptr<attempt_ctx>>& out);
+    void loop() EXCLUDES(mutex_);
+    void recorder_loop() EXCLUDES(mutex_);
+    int claim_and_dispatch(millis now, int limit, std::vector<std::shared_ptr<attempt_ctx>>& out)
+        EXCLUDES(mutex_);
     void dispatch(const std::shared_ptr<attempt_ctx>& ctx, std::optional<std::string> content);
     // The attempt's outcome is known: queued for the recorder (the first outcome wins).
-    void complete(const std::shared_ptr<attempt_ctx>& ctx, run_start_result res, millis at);
+    void complete(const std::shared_ptr<attempt_ctx>& ctx, run_start_result res, millis at)
+        EXCLUDES(mutex_);
     // Records every queued outcome (up to batch_size) in one store transaction. Returns how many.
-    int record_queued();
+    int record_queued() EXCLUDES(mutex_, record_mutex_);
     void after_commit_start(const std::shared_ptr<attempt_ctx>& ctx);
-    void expire_timeouts(millis now);
-    void wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& ctxs);
+    void expire_timeouts(millis now) EXCLUDES(mutex_);
+    void wait_for(const std::vector<std::shared_ptr<attempt_ctx>>& ctxs) EXCLUDES(mutex_);
     std::string mint(std::string_view prefix);
 
     store& store_;
@@ -122,21 +124,21 @@ private:
     delivery_engine_options opts_;
     attempt_listener listener_;
 
-    std::mutex mutex_;
+    wopbridge::mutex mutex_;
     std::condition_variable cv_;      // engine wake-ups
     std::condition_variable done_cv_; // an attempt finished
-    bool running_ = false;
-    bool stopping_ = false;
-    bool notified_ = false;
-    std::map<attempt_ctx*, std::shared_ptr<attempt_ctx>> in_flight_;
-    std::vector<completion> completions_;  // outcomes waiting for the recorder (under mutex_)
+    bool running_ GUARDED_BY(mutex_) = false;
+    bool stopping_ GUARDED_BY(mutex_) = false;
+    bool notified_ GUARDED_BY(mutex_) = false;
+    std::map<attempt_ctx*, std::shared_ptr<attempt_ctx>> in_flight_ GUARDED_BY(mutex_);
+    std::vector<completion> completions_ GUARDED_BY(mutex_); // outcomes waiting for the recorder
     std::condition_variable completion_cv_;
-    bool recorder_running_ = false;
-    bool recorder_stopping_ = false;
+    bool recorder_running_ GUARDED_BY(mutex_) = false;
+    bool recorder_stopping_ GUARDED_BY(mutex_) = false;
     std::thread thread_;
     std::thread recorder_;
 
-    std::mutex record_mutex_; // one recorder at a time: breaker counts are read-modify-write
+    wopbridge::mutex record_mutex_; // one recorder at a time: breaker counts are read-modify-write
 };
 
 } // namespace wopbridge
