@@ -16,7 +16,7 @@ using namespace bridge_detail;
 void bridge::impl::notify_run(const std::string& run_id) {
     std::vector<std::function<void()>> fire;
     {
-        std::lock_guard lock(mutex);
+        wopbridge::lock_guard lock(mutex);
         for (auto it = watchers.begin(); it != watchers.end();) {
             if (it->second.run_id == run_id) {
                 fire.push_back(std::move(it->second.notify));
@@ -309,7 +309,7 @@ std::uint64_t bridge::watch_run(const std::string& run_id, std::int64_t after_se
     auto& m = *impl_;
     std::uint64_t token;
     {
-        std::lock_guard lock(m.mutex);
+        wopbridge::lock_guard lock(m.mutex);
         token = m.next_token++;
         m.watchers[token] = {run_id, after_sequence, std::move(notify)};
     }
@@ -318,7 +318,7 @@ std::uint64_t bridge::watch_run(const std::string& run_id, std::int64_t after_se
     if (evs && !evs->empty()) {
         std::function<void()> fire;
         {
-            std::lock_guard lock(m.mutex);
+            wopbridge::lock_guard lock(m.mutex);
             if (auto it = m.watchers.find(token); it != m.watchers.end()) {
                 fire = std::move(it->second.notify);
                 m.watchers.erase(it);
@@ -332,7 +332,7 @@ std::uint64_t bridge::watch_run(const std::string& run_id, std::int64_t after_se
 }
 
 void bridge::cancel_watch(std::uint64_t token) {
-    std::lock_guard lock(impl_->mutex);
+    wopbridge::lock_guard lock(impl_->mutex);
     impl_->watchers.erase(token);
 }
 
@@ -408,7 +408,7 @@ int bridge::run_due(millis now) { return impl_->engine->run_due(now); }
 int bridge::run_schedules_due(millis now) { return impl_->sched->run_due(now); }
 
 void bridge::add_run_event_observer(std::function<void(const run_event&)> observer) {
-    std::lock_guard lock(impl_->observers_mutex);
+    wopbridge::lock_guard lock(impl_->observers_mutex);
     impl_->observers.push_back(std::move(observer));
 }
 

@@ -17,6 +17,7 @@
 #include "app/node_liveness.hpp"
 #include "core/secret_box.hpp"
 #include "core/synchronized_random.hpp"
+#include "core/thread_annotations.hpp"
 #include "delivery/delivery_engine.hpp"
 #include "intake/webhook_intake.hpp"
 #include "outbound/webhook_dispatcher.hpp"
@@ -27,7 +28,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -141,8 +141,10 @@ struct bridge::impl final : run_lifecycle_sink {
     clock_source& clock;
     synchronized_random random;
     result<secret_box> host_key; // the hostKeyFile: opens the store's data key
-    result<secret_box> box;      // the store's data key once ensure_host_key() opened it
-    std::optional<error_info> key_refusal; // set once the key was checked against the store
+    // The store's data key once ensure_host_key() opened it: replaced under key_mutex before
+    // key_bound is set, and read only after ensure_host_key() answered (key_bound acquired).
+    result<secret_box> box;
+    std::optional<error_info> key_refusal GUARDED_BY(key_mutex); // once checked against the store
     // Set by a commit that failed on the store (full disk, read-only file, lost connection),
     // cleared by the next that succeeds (or by /readyz's write probe): one log line each way.
     std::atomic<bool> store_failing{false};
@@ -158,41 +160,43 @@ struct bridge::impl final : run_lifecycle_sink {
     // subscription and in all (deadLetter.refusedSignatureRecords). Past them a refusal is answered
     // alike and counted; its log line comes at most once a minute per subscription.
     rate_limiter refusal_records{clock};
-    std::mutex refusal_log_mutex;
+    wopbridge::mutex refusal_log_mutex;
     struct unrecorded_refusals {
         std::uint64_t since_logged = 0;
         millis logged_at = 0;
     };
-    std::map<std::string, unrecorded_refusals> refusals_unrecorded; // known subscription ids only
+    // Known subscription ids only.
+    std::map<std::string, unrecorded_refusals> refusals_unrecorded GUARDED_BY(refusal_log_mutex);
 
     // Bulk replay jobs (durable, app/replay_jobs) and the housekeeping timer: real-time
     // background threads, joined by stop().
     std::unique_ptr<replay_jobs> jobs;
-    std::mutex jobs_mutex;
+    wopbridge::mutex jobs_mutex;
     std::condition_variable jobs_cv;
-    bool jobs_stopping = false;
+    bool jobs_stopping GUARDED_BY(jobs_mutex) = false;
     std::thread housekeeping;
-    std::vector<std::function<void(millis)>> housekeeping_tasks; // guarded by jobs_mutex
+    std::vector<std::function<void(millis)>> housekeeping_tasks GUARDED_BY(jobs_mutex);
 
-    std::mutex mutex; // watchers, seam progress, started flag
+    wopbridge::mutex mutex; // watchers, seam progress, started flag
     std::condition_variable progress_cv;
-    std::uint64_t progress = 0; // bumped after every recorded attempt
-    bool started = false;
-    bool recovered = false; // interrupted runs are failed once, at the first start()
+    std::uint64_t progress GUARDED_BY(mutex) = 0; // bumped after every recorded attempt
+    bool started GUARDED_BY(mutex) = false;
+    // Interrupted runs are failed once, at the first start().
+    bool recovered GUARDED_BY(mutex) = false;
     // Run ids reserved by accepted submissions whose delivery has not settled yet (run id ->
     // tenant): a poll that arrives before run.started is committed waits instead of answering 404.
-    std::map<std::string, std::string> reserved_runs;
+    std::map<std::string, std::string> reserved_runs GUARDED_BY(mutex);
     struct watcher {
         std::string run_id;
         std::int64_t after = -1;
         std::function<void()> notify;
     };
-    std::map<std::uint64_t, watcher> watchers;
-    std::uint64_t next_token = 1;
+    std::map<std::uint64_t, watcher> watchers GUARDED_BY(mutex);
+    std::uint64_t next_token GUARDED_BY(mutex) = 1;
 
-    std::mutex observers_mutex;
-    std::vector<std::function<void(const run_event&)>> observers;
-    std::vector<std::function<std::string()>> metrics_sources; // guarded by observers_mutex
+    wopbridge::mutex observers_mutex;
+    std::vector<std::function<void(const run_event&)>> observers GUARDED_BY(observers_mutex);
+    std::vector<std::function<std::string()>> metrics_sources GUARDED_BY(observers_mutex);
     bridge::connector_settings_sealer settings_sealer; // set before start()
 
     // The stored form of a connector subscription's settings (secrets sealed by the sealer).
@@ -205,7 +209,7 @@ struct bridge::impl final : run_lifecycle_sink {
     std::unique_ptr<outbound::webhook_dispatcher> webhooks; // destroyed before the store
     std::unique_ptr<node_liveness> liveness;                 // shared stores only; likewise
 
-    void notify_run_event(const run_event& e);
+    void notify_run_event(const run_event& e) EXCLUDES(observers_mutex);
 
     impl(bridge_settings s, std::unique_ptr<store> store_in, std::unique_ptr<run_starter> starter_in,
          clock_source& clock_in, random_source& random_in);
@@ -219,8 +223,8 @@ struct bridge::impl final : run_lifecycle_sink {
 
     ~impl() override;
 
-    bool is_reserved(const std::string& run_id, const std::string& tenant) {
-        std::lock_guard lock(mutex);
+    bool is_reserved(const std::string& run_id, const std::string& tenant) EXCLUDES(mutex) {
+        wopbridge::lock_guard lock(mutex);
         auto it = reserved_runs.find(run_id);
         return it != reserved_runs.end() && it->second == tenant;
     }
@@ -232,7 +236,7 @@ struct bridge::impl final : run_lifecycle_sink {
 
     // ---- watchers -------------------------------------------------------------------------------
 
-    void notify_run(const std::string& run_id);
+    void notify_run(const std::string& run_id) EXCLUDES(mutex);
 
     // ---- store health -----------------------------------------------------------------------------
 
@@ -247,9 +251,9 @@ struct bridge::impl final : run_lifecycle_sink {
     // the store does not know: secrets, signatures and dedup keys depend on the data key, so a key
     // that cannot open it would answer 401 to correctly signed requests and start a second run for
     // an event already taken. Everything that uses `box` comes through here first.
-    result<void> ensure_host_key();
+    result<void> ensure_host_key() EXCLUDES(key_mutex);
 
-    std::mutex key_mutex;
+    wopbridge::mutex key_mutex;
 
     // ---- run lifecycle --------------------------------------------------------------------------
 
@@ -323,9 +327,9 @@ struct bridge::impl final : run_lifecycle_sink {
 
     // ---- background: replay jobs and housekeeping ---------------------------------------------
 
-    void stop_background();
+    void stop_background() EXCLUDES(jobs_mutex);
 
-    void start_housekeeping();
+    void start_housekeeping() EXCLUDES(jobs_mutex);
 
     // ---- seam subscriptions ------------------------------------------------------------------------
 

@@ -96,7 +96,7 @@ bool bridge::impl::refusal_record_admitted(const std::string& sub_id) {
     const millis t = now();
     std::uint64_t count = 0;
     {
-        std::lock_guard lock(refusal_log_mutex);
+        wopbridge::lock_guard lock(refusal_log_mutex);
         auto& u = refusals_unrecorded[sub_id];
         ++u.since_logged;
         if (u.logged_at != 0 && t - u.logged_at < 60 * 1000) {
@@ -232,7 +232,7 @@ void bridge::impl::commit_intake(const inbound_submission& s, const subscription
         case intake_status::accepted:
             r.status = submit_status::accepted;
             {
-                std::lock_guard lock(mutex);
+                wopbridge::lock_guard lock(mutex);
                 reserved_runs[r.run_id] = tenant;
             }
             engine->notify();
@@ -241,7 +241,7 @@ void bridge::impl::commit_intake(const inbound_submission& s, const subscription
         case intake_status::held:
             r.status = submit_status::held;
             {
-                std::lock_guard lock(mutex);
+                wopbridge::lock_guard lock(mutex);
                 reserved_runs[r.run_id] = tenant;
             }
             break;
@@ -433,7 +433,7 @@ std::string bridge::metrics_text_for(const std::optional<std::string>* scoped) {
             "wopbridge_store_intake_requests_total " + std::to_string(st.intake_requests) + "\n";
     std::vector<std::function<std::string()>> sources;
     {
-        std::lock_guard lock(m.observers_mutex);
+        wopbridge::lock_guard lock(m.observers_mutex);
         sources = m.metrics_sources;
     }
     for (const auto& render : sources) {
@@ -443,7 +443,7 @@ std::string bridge::metrics_text_for(const std::optional<std::string>* scoped) {
 }
 
 void bridge::add_metrics_source(std::function<std::string()> render) {
-    std::lock_guard lock(impl_->observers_mutex);
+    wopbridge::lock_guard lock(impl_->observers_mutex);
     impl_->metrics_sources.push_back(std::move(render));
 }
 

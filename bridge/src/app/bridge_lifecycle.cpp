@@ -10,7 +10,7 @@ using namespace bridge_detail;
 void bridge::impl::notify_run_event(const run_event& e) {
     std::vector<std::function<void(const run_event&)>> copy;
     {
-        std::lock_guard lock(observers_mutex);
+        wopbridge::lock_guard lock(observers_mutex);
         copy = observers;
     }
     for (const auto& f : copy) {
@@ -70,7 +70,7 @@ bridge::impl::impl(bridge_settings s, std::unique_ptr<store> store_in,
             (void)st->release_held(rep.subscription_id, now());
         }
         if (rep.outcome != attempt_outcome::retrying) {
-            std::lock_guard lock(mutex);
+            wopbridge::lock_guard lock(mutex);
             reserved_runs.erase(rep.reserved_run_id);
         }
         if (!rep.run_id.empty()) {
@@ -79,7 +79,7 @@ bridge::impl::impl(bridge_settings s, std::unique_ptr<store> store_in,
             notify_run(rep.reserved_run_id); // a poller waiting for this run: it never comes
         }
         {
-            std::lock_guard lock(mutex);
+            wopbridge::lock_guard lock(mutex);
             ++progress;
         }
         progress_cv.notify_all();
@@ -153,14 +153,14 @@ result<void> bridge::impl::ensure_host_key() {
     if (key_bound.load(std::memory_order_acquire)) {
         return {};
     }
-    std::lock_guard lock(key_mutex);
+    wopbridge::lock_guard lock(key_mutex);
     if (key_bound.load(std::memory_order_relaxed)) {
         return {};
     }
     if (key_refusal) {
         return make_error_code(key_refusal->code);
     }
-    auto refuse = [&](errc code, std::string message) -> result<void> {
+    auto refuse = [&](errc code, std::string message) REQUIRES(key_mutex) -> result<void> {
         key_refusal = error_info{code, std::move(message)};
         return make_error_code(code);
     };
@@ -220,7 +220,7 @@ void bridge::impl::fail_interrupted_runs() {
 void bridge::impl::stop_background() {
     jobs->stop();
     {
-        std::lock_guard lock(jobs_mutex);
+        wopbridge::lock_guard lock(jobs_mutex);
         jobs_stopping = true;
     }
     jobs_cv.notify_all();
@@ -231,7 +231,7 @@ void bridge::impl::stop_background() {
 
 void bridge::impl::start_housekeeping() {
     {
-        std::lock_guard lock(jobs_mutex);
+        wopbridge::lock_guard lock(jobs_mutex);
         jobs_stopping = false;
     }
     housekeeping = std::thread([this] {
@@ -244,14 +244,15 @@ void bridge::impl::start_housekeeping() {
             }
             std::vector<std::function<void(millis)>> tasks;
             {
-                std::lock_guard lock(jobs_mutex);
+                wopbridge::lock_guard lock(jobs_mutex);
                 tasks = housekeeping_tasks;
             }
             for (const auto& task : tasks) {
                 task(now());
             }
-            std::unique_lock lock(jobs_mutex);
-            if (jobs_cv.wait_for(lock, period, [&] { return jobs_stopping; })) {
+            wopbridge::unique_lock lock(jobs_mutex);
+            auto stopping = [&]() REQUIRES(jobs_mutex) { return jobs_stopping; };
+            if (lock.wait_for(jobs_cv, period, stopping)) {
                 return;
             }
         }
@@ -270,7 +271,7 @@ bridge::~bridge() { stop(); }
 result<void> bridge::bind_host_key(error_info& why) {
     auto r = impl_->ensure_host_key();
     if (!r) {
-        std::lock_guard lock(impl_->key_mutex);
+        wopbridge::lock_guard lock(impl_->key_mutex);
         why = impl_->key_refusal.value_or(
             error_info{errc::store_unavailable, "cannot read the store's host key check"});
     }
@@ -286,7 +287,7 @@ result<void> bridge::start() {
     }
     bool first = false;
     {
-        std::lock_guard lock(impl_->mutex);
+        wopbridge::lock_guard lock(impl_->mutex);
         if (impl_->started) {
             return {};
         }
@@ -315,7 +316,7 @@ result<void> bridge::start() {
 
 void bridge::stop() {
     {
-        std::lock_guard lock(impl_->mutex);
+        wopbridge::lock_guard lock(impl_->mutex);
         if (!impl_->started) {
             return;
         }
@@ -335,7 +336,7 @@ void bridge::stop() {
 }
 
 void bridge::add_housekeeping_task(std::function<void(millis now)> task) {
-    std::lock_guard lock(impl_->jobs_mutex);
+    wopbridge::lock_guard lock(impl_->jobs_mutex);
     impl_->housekeeping_tasks.push_back(std::move(task));
 }
 

@@ -65,7 +65,7 @@ result<replay_result> bridge::impl::replay(const subscription& sub,
               {"repeated", r.repeated}});
     if (!r.repeated) {
         metrics.increment("wopbridge_replays_total");
-        std::lock_guard lock(mutex);
+        wopbridge::lock_guard lock(mutex);
         reserved_runs[r.run_id] = sub.tenant;
     }
     engine->notify();

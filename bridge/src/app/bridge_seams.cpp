@@ -23,7 +23,7 @@ result<delivery> bridge::impl::drive(const std::string& delivery_id) {
         }
         std::uint64_t seen;
         {
-            std::lock_guard lock(mutex);
+            wopbridge::lock_guard lock(mutex);
             seen = progress;
         }
         int n = 0;
@@ -32,9 +32,9 @@ result<delivery> bridge::impl::drive(const std::string& delivery_id) {
         }
         if (n == 0) {
             // In flight on the engine thread (or probing): wait for the next recorded attempt.
-            std::unique_lock lock(mutex);
-            progress_cv.wait_for(lock, std::chrono::milliseconds(50),
-                                 [&] { return progress != seen; });
+            wopbridge::unique_lock lock(mutex);
+            lock.wait_for(progress_cv, std::chrono::milliseconds(50),
+                          [&]() REQUIRES(mutex) { return progress != seen; });
         }
     }
 }
