@@ -19,7 +19,7 @@ connector_host::~connector_host() {
 }
 
 std::optional<pending_request> connector_host::impl::take_pending(std::uint64_t id) {
-    std::lock_guard lk(req_mu);
+    wopbridge::lock_guard lk(req_mu);
     auto it = pending.find(id);
     if (it == pending.end()) {
         return std::nullopt;
@@ -56,7 +56,7 @@ void connector_host::impl::expire(std::uint64_t id) {
 void connector_host::impl::answer_leftovers(instance* inst) {
     std::vector<pending_request> left;
     {
-        std::lock_guard lk(req_mu);
+        wopbridge::lock_guard lk(req_mu);
         for (auto it = pending.begin(); it != pending.end();) {
             if (it->second.inst == inst) {
                 left.push_back(std::move(it->second));
@@ -95,7 +95,7 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     bool running = false;
     bool full = false;
     {
-        std::lock_guard lk(inst->mu);
+        wopbridge::lock_guard lk(inst->mu);
         running = inst->state.load() == phase::running;
         full = inst->active_calls >= std::max(1, impl_->options.max_calls_per_instance) &&
                inst->queued_calls.size() >= impl_->options.max_queued_calls;
@@ -116,7 +116,7 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     }
     std::uint64_t id = 0;
     {
-        std::lock_guard lk(impl_->req_mu);
+        wopbridge::lock_guard lk(impl_->req_mu);
         id = impl_->next_request++;
         impl_->pending.emplace(id, pending_request{inst.get(), std::move(reply)});
     }
@@ -125,7 +125,7 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
 
     {
         // Checked under mu so stop_instance's idle wait sees this call.
-        std::lock_guard lk(inst->mu);
+        wopbridge::lock_guard lk(inst->mu);
         if (inst->active_calls >= std::max(1, impl_->options.max_calls_per_instance)) {
             inst->queued_calls.push_back([im = impl_.get(), inst, sub_id = sub.id, req, id] {
                 im->call(*inst, sub_id, req, id);
@@ -139,7 +139,7 @@ void connector_host::handle(const subscription& sub, const inbound_http_request&
     for (;;) {
         std::function<void()> next;
         {
-            std::lock_guard lk(inst->mu);
+            wopbridge::lock_guard lk(inst->mu);
             if (inst->queued_calls.empty()) {
                 --inst->active_calls;
                 inst->cv.notify_all();
@@ -156,7 +156,7 @@ void connector_host::impl::call(instance& inst, const std::string& sub_id,
                                 const inbound_http_request& req, std::uint64_t id) {
     {
         // A queued request may have been answered meanwhile (its deadline, or a stop).
-        std::lock_guard lk(req_mu);
+        wopbridge::lock_guard lk(req_mu);
         if (!pending.count(id)) {
             return;
         }
@@ -208,7 +208,7 @@ void connector_host::impl::call(instance& inst, const std::string& sub_id,
 
 std::vector<std::string> connector_host::sources() const {
     std::set<std::string> out;
-    std::shared_lock lk(impl_->inst_mu);
+    wopbridge::shared_lock lk(impl_->inst_mu);
     for (const auto& i : impl_->instances) {
         out.insert(i->module.source);
     }
@@ -221,7 +221,7 @@ std::vector<std::string> connector_host::queue_backends() const {
     static const std::set<std::string> contract_names = {
         "rabbitmq", "kafka", "sqs", "sns", "pubsub", "mqtt", "nats", "redis-streams", "in-memory"};
     std::set<std::string> out;
-    std::shared_lock lk(impl_->inst_mu);
+    wopbridge::shared_lock lk(impl_->inst_mu);
     for (const auto& i : impl_->instances) {
         if (i->module.source != "queue") {
             continue;
@@ -238,7 +238,7 @@ std::vector<std::string> connector_host::queue_backends() const {
 
 std::vector<std::string> connector_host::connector_names() const {
     std::vector<std::string> out;
-    std::shared_lock lk(impl_->inst_mu);
+    wopbridge::shared_lock lk(impl_->inst_mu);
     for (const auto& i : impl_->instances) {
         out.push_back(i->name);
     }
@@ -262,7 +262,7 @@ void connector_host::detach(const subscription& sub) {
 
 std::vector<connector_instance_info> connector_host::instances() const {
     std::vector<connector_instance_info> out;
-    std::shared_lock lk(impl_->inst_mu);
+    wopbridge::shared_lock lk(impl_->inst_mu);
     for (const auto& i : impl_->instances) {
         connector_instance_info info;
         info.name = i->name;
@@ -273,7 +273,7 @@ std::vector<connector_instance_info> connector_host::instances() const {
         info.capabilities = i->module.capabilities;
         info.running = i->state.load() == phase::running;
         {
-            std::lock_guard il(i->mu);
+            wopbridge::lock_guard il(i->mu);
             for (const auto& [id, _] : i->subs) {
                 info.subscriptions.push_back(id);
             }
@@ -287,7 +287,7 @@ std::vector<connector_instance_info> connector_host::instances() const {
 std::optional<connector_stats> connector_host::stats(const std::string& name) const {
     std::shared_ptr<instance> inst = impl_->find(name);
     if (!inst) {
-        std::shared_lock lk(impl_->inst_mu);
+        wopbridge::shared_lock lk(impl_->inst_mu);
         for (const auto& i : impl_->retired) {
             if (i->name == name) {
                 inst = i;

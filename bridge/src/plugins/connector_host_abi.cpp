@@ -57,7 +57,7 @@ wb_status connector_host::impl::api_random_bytes(wb_host* h, std::uint8_t* out,
         return WB_ERR_INVALID;
     }
     try {
-        std::lock_guard lk(
+        wopbridge::lock_guard lk(
             context_of(h)->owner->random_mu); // random sources need not be thread-safe
         context_of(h)->owner->random.fill(out, n);
         return WB_OK;
@@ -208,7 +208,7 @@ wb_status connector_host::impl::respond(instance& inst, std::uint64_t id,
                                         const wb_http_response* resp) {
     std::optional<pending_request> p;
     {
-        std::lock_guard lk(req_mu);
+        wopbridge::lock_guard lk(req_mu);
         auto it = pending.find(id);
         if (it != pending.end() && it->second.inst == &inst) {
             p = std::move(it->second);
@@ -376,7 +376,7 @@ wb_status connector_host::impl::register_subscription(instance& inst,
                           if (ip->state.load() != phase::running) {
                               return; // do not queue behind a stop that waits for the workers
                           }
-                          std::lock_guard control(ip->control_mu);
+                          wopbridge::lock_guard control(ip->control_mu);
                           if (ip->state.load() == phase::running) {
                               if (auto r = subscribe_locked(*ip, id, entry); !r) {
                                   host_log(*ip, "warn", r.error().message);

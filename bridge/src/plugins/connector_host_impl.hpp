@@ -9,6 +9,7 @@
 #include "plugins/settings_schemas.hpp"
 
 #include "core/blob_store.hpp"
+#include "core/thread_annotations.hpp"
 
 #include "wopbridge/connector.h"
 
@@ -18,9 +19,7 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -68,16 +67,17 @@ struct instance {
     host_context host_ctx;
     wb_connector* conn = nullptr;
 
-    std::mutex control_mu; // the ABI's control thread: one lifecycle call at a time
+    wopbridge::mutex control_mu; // the ABI's control thread: one lifecycle call at a time
     std::atomic<phase> state{phase::created};
 
-    std::mutex mu; // guards everything below
+    wopbridge::mutex mu;
     std::condition_variable cv;
-    std::map<std::string, sub_entry> subs;
-    int inflight_submits = 0;
-    int inflight_tasks = 0; // queued or running
-    int active_calls = 0;   // call slots taken: on_http_request in progress or draining the queue
-    std::deque<std::function<void()>> queued_calls; // requests waiting for a call slot
+    std::map<std::string, sub_entry> subs GUARDED_BY(mu);
+    int inflight_submits GUARDED_BY(mu) = 0;
+    int inflight_tasks GUARDED_BY(mu) = 0; // queued or running
+    // Call slots taken: on_http_request in progress or draining the queue.
+    int active_calls GUARDED_BY(mu) = 0;
+    std::deque<std::function<void()>> queued_calls GUARDED_BY(mu); // waiting for a call slot
 
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> responses{0};
@@ -86,15 +86,16 @@ struct instance {
     std::atomic<std::uint64_t> submits{0};
     std::atomic<std::uint64_t> errors{0};
 
-    void add(int instance::*counter, int delta) {
-        std::lock_guard lk(mu);
+    // `counter`: inflight_submits or inflight_tasks (the analysis does not follow the pointer).
+    void add(int instance::*counter, int delta) EXCLUDES(mu) {
+        wopbridge::lock_guard lk(mu);
         this->*counter += delta;
         if (delta < 0) {
             cv.notify_all();
         }
     }
-    bool subscribed(const std::string& id) {
-        std::lock_guard lk(mu);
+    bool subscribed(const std::string& id) EXCLUDES(mu) {
+        wopbridge::lock_guard lk(mu);
         return subs.count(id) != 0;
     }
 };
@@ -146,39 +147,39 @@ struct connector_host::impl {
     connector_host_options options;
     submit_sink& sink;
     clock_source& clock;
-    random_source& random;
-    std::mutex random_mu;
+    random_source& random GUARDED_BY(random_mu); // random sources need not be thread-safe
+    wopbridge::mutex random_mu;
     std::unique_ptr<blob_store> blobs; // null: no attachment directory configured
     wb_host_api api{};
 
-    mutable std::shared_mutex inst_mu;
-    std::vector<std::shared_ptr<instance>> instances; // in creation order
-    std::vector<std::shared_ptr<instance>>
-        retired; // kept until the host goes: late callbacks stay safe
+    mutable wopbridge::shared_mutex inst_mu;
+    std::vector<std::shared_ptr<instance>> instances GUARDED_BY(inst_mu); // in creation order
+    // Kept until the host goes: late callbacks stay safe.
+    std::vector<std::shared_ptr<instance>> retired GUARDED_BY(inst_mu);
 
-    std::mutex req_mu;
-    std::unordered_map<std::uint64_t, pending_request> pending;
-    std::uint64_t next_request = 1;
+    wopbridge::mutex req_mu;
+    std::unordered_map<std::uint64_t, pending_request> pending GUARDED_BY(req_mu);
+    std::uint64_t next_request GUARDED_BY(req_mu) = 1;
 
-    std::mutex timer_mu;
+    wopbridge::mutex timer_mu;
     std::condition_variable timer_cv;
-    std::multimap<std::pair<millis, std::uint64_t>, work_item> timers;
-    std::uint64_t timer_seq = 0;
-    bool threads_stopping = false;
+    std::multimap<std::pair<millis, std::uint64_t>, work_item> timers GUARDED_BY(timer_mu);
+    std::uint64_t timer_seq GUARDED_BY(timer_mu) = 0;
+    bool threads_stopping GUARDED_BY(timer_mu) = false;
     std::thread timer_thread;
 
-    std::mutex work_mu;
+    wopbridge::mutex work_mu;
     std::condition_variable work_cv;
-    std::deque<work_item> work;
-    bool workers_stopping = false;
+    std::deque<work_item> work GUARDED_BY(work_mu);
+    bool workers_stopping GUARDED_BY(work_mu) = false;
     std::vector<std::thread> workers;
 
     // ---- threads -------------------------------------------------------------------------------
 
-    void timer_loop();
-    void worker_loop();
-    void enqueue(work_item item);
-    void schedule(millis due, work_item item);
+    void timer_loop() EXCLUDES(timer_mu);
+    void worker_loop() EXCLUDES(work_mu);
+    void enqueue(work_item item) EXCLUDES(work_mu);
+    void schedule(millis due, work_item item) EXCLUDES(timer_mu);
     static void run_guarded(const std::function<void()>& fn) noexcept;
 
     // ---- logging -------------------------------------------------------------------------------
@@ -191,7 +192,7 @@ struct connector_host::impl {
 
     // ---- requests ------------------------------------------------------------------------------
 
-    std::optional<pending_request> take_pending(std::uint64_t id);
+    std::optional<pending_request> take_pending(std::uint64_t id) EXCLUDES(req_mu);
     static void deliver(pending_request& p, ingest_reply reply) noexcept;
 
     // One on_http_request call, on the calling thread, guarded (queued requests come here too).
@@ -201,7 +202,7 @@ struct connector_host::impl {
     void expire(std::uint64_t id);
 
     // Answers every request of `inst` still open (used when it stops).
-    void answer_leftovers(instance* inst);
+    void answer_leftovers(instance* inst) EXCLUDES(req_mu);
 
     // ---- the C API table -----------------------------------------------------------------------
 
@@ -236,10 +237,11 @@ struct connector_host::impl {
 
     // ---- lifecycle -----------------------------------------------------------------------------
 
-    std::shared_ptr<instance> find(const std::string& name) const;
+    std::shared_ptr<instance> find(const std::string& name) const EXCLUDES(inst_mu);
     module_error fail(instance& inst, std::string_view what);
+    // Under inst.control_mu (one lifecycle call at a time); takes inst.mu itself.
     module_result<void> subscribe_locked(instance& inst, const std::string& id,
-                                         const sub_entry& entry);
+                                         const sub_entry& entry) REQUIRES(inst.control_mu);
 
     // An instance abandoned at stop (work still in flight): its threads may still run module code,
     // so the module stays mapped, and its connector object is never destroyed. Both stay reachable

@@ -11,7 +11,7 @@ namespace wopbridge {
 using namespace plugin_detail;
 
 std::shared_ptr<instance> connector_host::impl::find(const std::string& name) const {
-    std::shared_lock lk(inst_mu);
+    wopbridge::shared_lock lk(inst_mu);
     for (const auto& i : instances) {
         if (i->name == name) {
             return i;
@@ -28,7 +28,7 @@ module_error connector_host::impl::fail(instance& inst, std::string_view what) {
 module_result<void> connector_host::impl::subscribe_locked(instance& inst, const std::string& id,
                                                            const sub_entry& entry) {
     {
-        std::lock_guard lk(inst.mu);
+        wopbridge::lock_guard lk(inst.mu);
         auto it = inst.subs.find(id);
         if (it != inst.subs.end() && it->second == entry) {
             return {}; // already subscribed with these settings
@@ -57,7 +57,7 @@ module_result<void> connector_host::impl::subscribe_locked(instance& inst, const
         const std::string reason = buf[0] != '\0' ? buf.data() : "status " + std::to_string(st);
         return fail(inst, "refused subscription " + id + ": " + reason);
     }
-    std::lock_guard lk(inst.mu);
+    wopbridge::lock_guard lk(inst.mu);
     inst.subs[id] = entry;
     return {};
 }
@@ -72,12 +72,12 @@ void connector_host::impl::keep_for_process_life(std::shared_ptr<void> module, w
     };
     static std::mutex mu;
     static auto* const kept = new std::vector<abandoned>();
-    std::lock_guard lk(mu);
+    wopbridge::lock_guard lk(mu);
     kept->push_back({std::move(module), conn});
 }
 
 module_result<void> connector_host::impl::stop_instance(instance& inst) {
-    std::lock_guard control(inst.control_mu);
+    wopbridge::lock_guard control(inst.control_mu);
     const phase ph = inst.state.load();
     if (ph == phase::destroyed) {
         return {};
@@ -102,7 +102,7 @@ module_result<void> connector_host::impl::stop_instance(instance& inst) {
     // Queued tasks run now, early: the contract says they run with the host shutting down.
     std::vector<work_item> drained;
     {
-        std::lock_guard lk(timer_mu);
+        wopbridge::lock_guard lk(timer_mu);
         for (auto it = timers.begin(); it != timers.end();) {
             if (it->second.inst == &inst) {
                 drained.push_back(std::move(it->second));
@@ -113,7 +113,7 @@ module_result<void> connector_host::impl::stop_instance(instance& inst) {
         }
     }
     {
-        std::lock_guard lk(work_mu);
+        wopbridge::lock_guard lk(work_mu);
         for (auto it = work.begin(); it != work.end();) {
             if (it->inst == &inst) {
                 drained.push_back(std::move(*it));
@@ -131,9 +131,10 @@ module_result<void> connector_host::impl::stop_instance(instance& inst) {
     // under its own feet.
     bool idle = false;
     {
-        std::unique_lock lk(inst.mu);
-        idle = inst.cv.wait_for(
-            lk, std::chrono::milliseconds(std::max<millis>(options.stop_timeout_ms, 1)), [&] {
+        wopbridge::unique_lock lk(inst.mu);
+        idle = lk.wait_for(
+            inst.cv, std::chrono::milliseconds(std::max<millis>(options.stop_timeout_ms, 1)),
+            [&]() REQUIRES(inst.mu) {
                 return inst.inflight_submits == 0 && inst.inflight_tasks == 0 &&
                        inst.active_calls == 0;
             });
@@ -155,7 +156,7 @@ module_result<void> connector_host::impl::stop_instance(instance& inst) {
     inst.conn = nullptr;
     inst.state = phase::destroyed;
     {
-        std::lock_guard lk(inst.mu);
+        wopbridge::lock_guard lk(inst.mu);
         inst.subs.clear();
     }
     return outcome;
@@ -192,7 +193,7 @@ module_result<void> connector_host::add_instance(const connector_instance_config
     inst->host_ctx.owner = impl_.get();
     inst->host_ctx.inst = inst.get();
 
-    std::lock_guard control(inst->control_mu);
+    wopbridge::lock_guard control(inst->control_mu);
     const auto* d = inst->module.descriptor;
     std::array<char, 512> buf{};
     wb_status st = WB_ERR_INTERNAL;
@@ -222,14 +223,14 @@ module_result<void> connector_host::add_instance(const connector_instance_config
         }
         inst->conn = nullptr;
         inst->state = phase::destroyed;
-        std::unique_lock lk(impl_->inst_mu);
+        wopbridge::lock_guard lk(impl_->inst_mu);
         impl_->retired.push_back(inst);
         return module_error{errc::internal, inst->module.path + ": connector '" + config.name +
                                                 "' failed to start (status " + std::to_string(st) +
                                                 ")"};
     }
     inst->state = phase::running;
-    std::unique_lock lk(impl_->inst_mu);
+    wopbridge::lock_guard lk(impl_->inst_mu);
     impl_->instances.push_back(std::move(inst));
     return {};
 }
@@ -250,7 +251,7 @@ module_result<void> connector_host::subscribe(const subscription& sub) {
         return module_error{errc::not_found, "subscription " + sub.id + ": connector instance '" +
                                                  sub.connector + "' is not loaded"};
     }
-    std::lock_guard control(inst->control_mu);
+    wopbridge::lock_guard control(inst->control_mu);
     if (inst->state.load() != phase::running) {
         return module_error{errc::conflict, "connector '" + inst->name + "' is not running"};
     }
@@ -261,7 +262,7 @@ module_result<void> connector_host::subscribe(const subscription& sub) {
     {
         // Unchanged (the connector sync asks again every pass): nothing opened or checked, no
         // module call.
-        std::lock_guard lk(inst->mu);
+        wopbridge::lock_guard lk(inst->mu);
         if (auto it = inst->subs.find(sub.id);
             it != inst->subs.end() && it->second.same_stored(entry)) {
             return {};
@@ -276,7 +277,7 @@ module_result<void> connector_host::subscribe(const subscription& sub) {
     }
     entry.settings_json = std::move(*opened);
     {
-        std::lock_guard lk(inst->mu);
+        wopbridge::lock_guard lk(inst->mu);
         if (auto it = inst->subs.find(sub.id); it != inst->subs.end() && it->second == entry) {
             it->second.stored_settings_json = entry.stored_settings_json;
             return {};
@@ -301,7 +302,7 @@ module_result<sealed_settings> connector_host::seal_settings(const std::string& 
     auto inst = impl_->find(connector);
     const auto fields =
         inst ? inst->schemas.subscription_secrets() : secret_fields::every_setting();
-    std::lock_guard lk(impl_->random_mu);
+    wopbridge::lock_guard lk(impl_->random_mu);
     auto r = seal_secret_settings(settings_json, fields, *impl_->options.box, impl_->random, mode);
     if (!r) {
         return module_error{errc::invalid_argument,
@@ -317,7 +318,7 @@ module_result<void> connector_host::unsubscribe(const std::string& connector,
     if (!inst) {
         return {};
     }
-    std::lock_guard control(inst->control_mu);
+    wopbridge::lock_guard control(inst->control_mu);
     if (inst->state.load() != phase::running || !inst->subscribed(subscription_id)) {
         return {};
     }
@@ -329,7 +330,7 @@ module_result<void> connector_host::unsubscribe(const std::string& connector,
     }
     {
         // Forgotten either way: the host stops routing and accepting submits for it.
-        std::lock_guard lk(inst->mu);
+        wopbridge::lock_guard lk(inst->mu);
         inst->subs.erase(subscription_id);
     }
     if (st != WB_OK) {
@@ -347,7 +348,7 @@ module_result<void> connector_host::remove_instance(const std::string& name) {
     }
     // Stays findable while it stops, so its requests are answered 503 rather than 404.
     auto outcome = impl_->stop_instance(*inst);
-    std::unique_lock lk(impl_->inst_mu);
+    wopbridge::lock_guard lk(impl_->inst_mu);
     auto& v = impl_->instances;
     if (auto it = std::find(v.begin(), v.end(), inst); it != v.end()) {
         v.erase(it);
@@ -362,7 +363,7 @@ void connector_host::stop_all() {
     }
     std::vector<std::string> names;
     {
-        std::shared_lock lk(impl_->inst_mu);
+        wopbridge::shared_lock lk(impl_->inst_mu);
         for (auto it = impl_->instances.rbegin(); it != impl_->instances.rend(); ++it) {
             names.push_back((*it)->name);
         }

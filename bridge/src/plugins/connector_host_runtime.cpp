@@ -144,12 +144,12 @@ connector_host::impl::impl(connector_host_options o, submit_sink& s, clock_sourc
 
 connector_host::impl::~impl() {
     {
-        std::lock_guard lk(timer_mu);
+        wopbridge::lock_guard lk(timer_mu);
         threads_stopping = true;
     }
     timer_cv.notify_all();
     {
-        std::lock_guard lk(work_mu);
+        wopbridge::lock_guard lk(work_mu);
         workers_stopping = true;
     }
     work_cv.notify_all();
@@ -164,7 +164,7 @@ connector_host::impl::~impl() {
 }
 
 void connector_host::impl::timer_loop() {
-    std::unique_lock lk(timer_mu);
+    wopbridge::unique_lock lk(timer_mu);
     while (!threads_stopping) {
         const millis now = clock.now_ms();
         std::vector<work_item> due;
@@ -189,14 +189,14 @@ void connector_host::impl::timer_loop() {
         if (!timers.empty()) {
             wait = std::clamp<millis>(timers.begin()->first.first - now, 1, 50);
         }
-        timer_cv.wait_for(lk, std::chrono::milliseconds(wait));
+        lk.wait_for(timer_cv, std::chrono::milliseconds(wait));
     }
 }
 
 void connector_host::impl::worker_loop() {
-    std::unique_lock lk(work_mu);
+    wopbridge::unique_lock lk(work_mu);
     for (;;) {
-        work_cv.wait(lk, [this] { return workers_stopping || !work.empty(); });
+        lk.wait(work_cv, [this]() REQUIRES(work_mu) { return workers_stopping || !work.empty(); });
         if (work.empty()) {
             return; // stopping and nothing left
         }
@@ -210,7 +210,7 @@ void connector_host::impl::worker_loop() {
 
 void connector_host::impl::enqueue(work_item item) {
     {
-        std::lock_guard lk(work_mu);
+        wopbridge::lock_guard lk(work_mu);
         work.push_back(std::move(item));
     }
     work_cv.notify_one();
@@ -218,7 +218,7 @@ void connector_host::impl::enqueue(work_item item) {
 
 void connector_host::impl::schedule(millis due, work_item item) {
     {
-        std::lock_guard lk(timer_mu);
+        wopbridge::lock_guard lk(timer_mu);
         timers.emplace(std::make_pair(due, timer_seq++), std::move(item));
     }
     timer_cv.notify_all();
