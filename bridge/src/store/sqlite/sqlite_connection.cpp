@@ -33,7 +33,7 @@ errc map_result_code(int rc) noexcept {
 }
 
 void damage_watch::note(int result_code, const char* message) {
-    std::lock_guard lock(mu_);
+    wopbridge::lock_guard lock(mu_);
     if (seen_.load(std::memory_order_relaxed)) {
         return;
     }
@@ -46,7 +46,7 @@ void damage_watch::note(int result_code, const char* message) {
 }
 
 std::string damage_watch::first() const {
-    std::lock_guard lock(mu_);
+    wopbridge::lock_guard lock(mu_);
     return first_;
 }
 

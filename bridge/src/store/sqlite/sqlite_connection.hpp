@@ -6,6 +6,7 @@
 
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "core/thread_annotations.hpp"
 #include "store/row_value.hpp"
 
 #include <sqlite3.h>
@@ -15,7 +16,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,14 +35,14 @@ class connection;
 // by the store's connections; written from whichever thread's statement met it.
 class damage_watch {
   public:
-    void note(int result_code, const char* message);
+    void note(int result_code, const char* message) EXCLUDES(mu_);
     bool seen() const noexcept { return seen_.load(std::memory_order_acquire); }
-    std::string first() const;
+    std::string first() const EXCLUDES(mu_);
 
   private:
     std::atomic<bool> seen_{false};
-    mutable std::mutex mu_;
-    std::string first_;
+    mutable wopbridge::mutex mu_;
+    std::string first_ GUARDED_BY(mu_);
 };
 
 // A borrowed cached statement; reset (and its bindings cleared) when this handle goes away, so no

@@ -34,7 +34,7 @@ result<page<T>> collect_page(statement& st, int limit, std::string_view list,
 result<std::map<std::string, delivery>>
 sqlite_store::deliveries_by_dedup_key(const std::string& subscription_id,
                                       const std::vector<std::string>& keys) {
-    return read_transaction([&]() -> result<std::map<std::string, delivery>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::map<std::string, delivery>> {
         std::map<std::string, delivery> out;
         for (const auto& key : keys) {
             auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d "
@@ -84,7 +84,7 @@ result<std::vector<delivery>> sqlite_store::claim_locked(millis now, int limit, 
     std::vector<candidate> picked;
     // Reads up to `n` rows of `sql` (?1 subscription, ?2 now, ?3 n) into `into`.
     auto collect = [&](const char* sql, const std::string& subscription, int n,
-                       std::vector<candidate>& into) -> result<void> {
+                       std::vector<candidate>& into) REQUIRES(write_mu_) -> result<void> {
         auto st = writer_->prepare(sql);
         st.bind(1, subscription).bind(2, now).bind(3, n);
         return each_row(st, [&](const statement& row) -> result<void> {
@@ -96,7 +96,8 @@ result<std::vector<delivery>> sqlite_store::claim_locked(millis now, int limit, 
             return {};
         });
     };
-    auto subscriptions = [&](const char* sql) -> result<std::vector<std::string>> {
+    auto subscriptions = [&](const char* sql)
+                             REQUIRES(write_mu_) -> result<std::vector<std::string>> {
         auto st = writer_->prepare(sql);
         st.bind(1, now);
         return collect_rows(st, [](const statement& row) { return row.text(0); });
@@ -184,7 +185,7 @@ result<std::vector<std::pair<std::string, int>>> sqlite_store::active_with_room(
 }
 
 result<std::string> sqlite_store::delivery_content(const std::string& delivery_id) {
-    return read_transaction([&]() -> result<std::string> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::string> {
         auto st = reader_->prepare("SELECT content_json FROM deliveries WHERE id = ?1");
         st.bind(1, delivery_id);
         return read_found_row(st, [](const statement& row) { return row.text(0); });
@@ -193,7 +194,7 @@ result<std::string> sqlite_store::delivery_content(const std::string& delivery_i
 
 result<std::map<std::string, std::string>>
 sqlite_store::delivery_contents(const std::vector<std::string>& delivery_ids) {
-    return read_transaction([&]() -> result<std::map<std::string, std::string>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::map<std::string, std::string>> {
         std::map<std::string, std::string> out;
         for (const auto& id : delivery_ids) {
             auto one = reader_->prepare("SELECT content_json FROM deliveries WHERE id = ?1");
@@ -211,7 +212,8 @@ sqlite_store::delivery_contents(const std::vector<std::string>& delivery_ids) {
 }
 
 result<std::vector<subscription_delivery_stats>> sqlite_store::delivery_stats(millis now) {
-    return read_transaction([&]() -> result<std::vector<subscription_delivery_stats>> {
+    using stats_rows = result<std::vector<subscription_delivery_stats>>;
+    return read_transaction([&]() REQUIRES(read_mu_) -> stats_rows {
         auto st = reader_->prepare(
             "SELECT subscription_id, "
             "SUM(status = 'pending'), SUM(status = 'pending' AND due_at <= ?1), "
@@ -240,7 +242,8 @@ result<std::vector<subscription_delivery_stats>> sqlite_store::delivery_stats(mi
 }
 
 result<std::vector<subscription_delivery_stats>> sqlite_store::outstanding_work(millis now) {
-    return read_transaction([&]() -> result<std::vector<subscription_delivery_stats>> {
+    using stats_rows = result<std::vector<subscription_delivery_stats>>;
+    return read_transaction([&]() REQUIRES(read_mu_) -> stats_rows {
         // Each count is a range of deliveries_unsettled: (subscription, status
         // [, due_at]), so delivered and dead-lettered history is never read.
         auto st =
@@ -274,7 +277,7 @@ result<std::vector<subscription_delivery_stats>> sqlite_store::outstanding_work(
 }
 
 result<std::optional<millis>> sqlite_store::next_due_at() {
-    return read_transaction([&]() -> result<std::optional<millis>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::optional<millis>> {
         auto st = reader_->prepare(due_queries::next_due_at);
         return optional_int64(st);
     });
@@ -287,7 +290,7 @@ result<page<delivery>> sqlite_store::list_deliveries(const std::string& subscrip
         return before.error();
     }
     const int limit = clamp_limit(req.limit);
-    return read_transaction([&]() -> result<page<delivery>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<page<delivery>> {
         auto exists = subscription_exists(*reader_, subscription_id);
         if (!exists) {
             return exists.error();
@@ -305,7 +308,7 @@ result<page<delivery>> sqlite_store::list_deliveries(const std::string& subscrip
 }
 
 result<delivery> sqlite_store::get_delivery(const std::string& delivery_id) {
-    return read_transaction([&]() -> result<delivery> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<delivery> {
         auto st = reader_->prepare("SELECT " WB_DLV_COLS " FROM deliveries d WHERE d.id = ?1");
         st.bind(1, delivery_id);
         return read_found_row(st, read_delivery);
@@ -313,7 +316,7 @@ result<delivery> sqlite_store::get_delivery(const std::string& delivery_id) {
 }
 
 result<int> sqlite_store::release_held(const std::string& subscription_id, millis now) {
-    return write_transaction([&]() -> result<int> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<int> {
         auto exists = subscription_exists(*writer_, subscription_id);
         if (!exists) {
             return exists.error();
@@ -338,7 +341,7 @@ result<page<dead_letter>> sqlite_store::list_dead_letters(const std::string& sub
         return before.error();
     }
     const int limit = clamp_limit(req.limit);
-    return read_transaction([&]() -> result<page<dead_letter>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<page<dead_letter>> {
         auto exists = subscription_exists(*reader_, subscription_id);
         if (!exists) {
             return exists.error();

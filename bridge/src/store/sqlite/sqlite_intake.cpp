@@ -4,7 +4,7 @@
 namespace wopbridge::sqlite_detail {
 
 bool sqlite_store::enqueue_write(queued_write& w) {
-    std::unique_lock lock(queue_mu_);
+    wopbridge::unique_lock lock(queue_mu_);
     if (stopping_) {
         return false;
     }
@@ -30,7 +30,7 @@ void sqlite_store::intake(intake_request req, intake_callback done) {
 }
 
 result<void> sqlite_store::record_verification_refusal(const verification_refusal& r) {
-    return write_transaction([&]() -> result<void> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<void> {
         delivery_attempt a;
         a.subscription_id = r.subscription_id;
         a.dedup_key = r.dedup_key;
@@ -119,18 +119,19 @@ void sqlite_store::writer_loop() {
     for (;;) {
         batch.clear();
         {
-            std::unique_lock lock(queue_mu_);
-            queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            wopbridge::unique_lock lock(queue_mu_);
+            lock.wait(queue_cv_,
+                      [&]() REQUIRES(queue_mu_) { return stopping_ || !queue_.empty(); });
             if (queue_.empty()) {
                 return; // stopping, and drained
             }
-            const auto full = [&] {
+            const auto full = [&]() REQUIRES(queue_mu_) {
                 return stopping_ || queued_rows_ >= static_cast<std::size_t>(max_batch_);
             };
             if (commit_window_.count() > 0 && !full() &&
                 std::chrono::steady_clock::now() - last_batch_end_ < commit_window_) {
                 writer_in_window_ = true;
-                queue_cv_.wait_for(lock, commit_window_, full);
+                lock.wait_for(queue_cv_, commit_window_, full);
                 writer_in_window_ = false;
             }
             std::size_t rows = 0;
@@ -175,19 +176,21 @@ std::size_t sqlite_store::rows_of(const queued_write& w) {
 
 bool sqlite_store::run_units(const std::vector<queued_write>& batch,
                              std::vector<write_outcome>& results, bool savepoints) {
-    const auto unit = [&](auto&& body) -> decltype(body()) {
+    const auto unit = [&](auto&& body) REQUIRES(write_mu_) -> decltype(body()) {
         return savepoints ? in_savepoint(body) : body();
     };
     for (std::size_t i = 0; i < batch.size(); ++i) {
         if (const auto* in = std::get_if<queued_intake>(&batch[i])) {
-            results[i].intake = unit([&] { return intake_locked(in->req); });
+            results[i].intake = unit([&]() REQUIRES(write_mu_) { return intake_locked(in->req); });
             if (!savepoints && !results[i].intake) {
                 return false;
             }
             continue;
         }
         if (const auto* cl = std::get_if<queued_claim>(&batch[i])) {
-            results[i].claimed = unit([&] { return claim_locked(cl->now, cl->limit, cl->lease_ms); });
+            results[i].claimed = unit([&]() REQUIRES(write_mu_) {
+                return claim_locked(cl->now, cl->limit, cl->lease_ms);
+            });
             if (!savepoints && !results[i].claimed) {
                 return false;
             }
@@ -196,7 +199,7 @@ bool sqlite_store::run_units(const std::vector<queued_write>& batch,
         const auto& recs = *std::get<queued_attempts>(batch[i]).recs;
         results[i].attempts.reserve(recs.size());
         for (const auto& rec : recs) {
-            results[i].attempts.push_back(unit([&]() -> result<void> {
+            results[i].attempts.push_back(unit([&]() REQUIRES(write_mu_) -> result<void> {
                 if (rec.attempt.outcome == attempt_outcome::delivered && !rec.run) {
                     return errc::invalid_argument;
                 }
@@ -212,7 +215,7 @@ bool sqlite_store::run_units(const std::vector<queued_write>& batch,
 
 void sqlite_store::run_batch(const std::vector<queued_write>& batch,
                              std::vector<write_outcome>& results) {
-    std::lock_guard lock(write_mu_);
+    wopbridge::lock_guard lock(write_mu_);
     connection& c = *writer_;
     results.resize(batch.size());
     boost::system::error_code failed;

@@ -5,7 +5,7 @@ namespace wopbridge::sqlite_detail {
 
 result<std::string> sqlite_store::bind_host_key_check(const std::string& check,
                                                       const std::string& wrapped_data_key) {
-    return write_transaction([&]() -> result<std::string> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<std::string> {
         auto ins =
             writer_->prepare("INSERT INTO store_meta (name, value) VALUES ('host_key_check', ?1) "
                              "ON CONFLICT (name) DO NOTHING");
@@ -28,7 +28,7 @@ result<std::string> sqlite_store::bind_host_key_check(const std::string& check,
 }
 
 result<bool> sqlite_store::has_keyed_rows() {
-    auto any = read_transaction([&]() -> result<std::int64_t> {
+    auto any = read_transaction([&]() REQUIRES(read_mu_) -> result<std::int64_t> {
         auto st = reader_->prepare("SELECT EXISTS (SELECT 1 FROM subscriptions) OR "
                                    "EXISTS (SELECT 1 FROM deliveries WHERE dedup_expires_at IS NOT NULL) OR "
                                    "EXISTS (SELECT 1 FROM outbound_webhooks)");
@@ -45,7 +45,7 @@ result<bool> sqlite_store::has_keyed_rows() {
 }
 
 result<std::map<std::string, std::string>> sqlite_store::data_key_wraps() {
-    return read_transaction([&]() -> result<std::map<std::string, std::string>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::map<std::string, std::string>> {
         auto st =
             reader_->prepare("SELECT name, value FROM store_meta WHERE substr(name, 1, ?1) = ?2");
         st.bind(1, static_cast<std::int64_t>(data_key_wrap_prefix.size()));
@@ -59,7 +59,7 @@ result<std::map<std::string, std::string>> sqlite_store::data_key_wraps() {
 }
 
 result<void> sqlite_store::add_data_key_wrap(const std::string& check, const std::string& wrapped) {
-    return write_transaction([&]() -> result<void> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<void> {
         auto ins = writer_->prepare("INSERT INTO store_meta (name, value) VALUES (?1, ?2) "
                                     "ON CONFLICT (name) DO NOTHING");
         ins.bind(1, std::string(data_key_wrap_prefix) + check);
@@ -70,7 +70,7 @@ result<void> sqlite_store::add_data_key_wrap(const std::string& check, const std
 }
 
 result<int> sqlite_store::retire_data_key_wraps(const std::string& keep_check) {
-    return write_transaction([&]() -> result<int> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<int> {
         const std::string keep = std::string(data_key_wrap_prefix) + keep_check;
         auto has = writer_->prepare("SELECT 1 FROM store_meta WHERE name = ?1");
         has.bind(1, keep);
@@ -97,7 +97,7 @@ result<int> sqlite_store::retire_data_key_wraps(const std::string& keep_check) {
 }
 
 result<std::string> sqlite_store::host_key_check() {
-    return read_transaction([&]() -> result<std::string> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::string> {
         auto st = reader_->prepare("SELECT value FROM store_meta WHERE name = 'host_key_check'");
         auto row = st.step();
         if (!row) {

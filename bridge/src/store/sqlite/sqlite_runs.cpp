@@ -9,7 +9,7 @@ result<std::vector<run_record>> sqlite_store::list_runs(const run_query& q) {
     // Owned strings: an empty std::string_view() would bind NULL, and NULL = '' is not true.
     const std::string status(q.status ? codec::name_of(*q.status) : std::string_view());
     const std::string before_id = q.before ? q.before->id : std::string();
-    return read_transaction([&]() -> result<std::vector<run_record>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::vector<run_record>> {
         // The join reads the delivery's dedup key: a replay's is "replay:<attemptEventId>".
         auto st = reader_->prepare(
             "SELECT r.id, r.tenant, r.workflow_id, r.subscription_id, r.delivery_id, r.status, "
@@ -34,7 +34,7 @@ result<std::vector<run_record>> sqlite_store::list_runs(const run_query& q) {
 }
 
 result<run_record> sqlite_store::get_run(const std::string& run_id) {
-    return read_transaction([&]() -> result<run_record> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<run_record> {
         auto st = reader_->prepare("SELECT " WB_RUN_COLS " FROM runs WHERE id = ?1");
         st.bind(1, run_id);
         return read_found_row(st, read_run);
@@ -44,7 +44,7 @@ result<run_record> sqlite_store::get_run(const std::string& run_id) {
 result<std::vector<run_event>>
 sqlite_store::run_events_after(const std::string& run_id, std::int64_t after_sequence, int limit) {
     const int n = limit <= 0 ? max_page_limit : clamp_limit(limit);
-    return read_transaction([&]() -> result<std::vector<run_event>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::vector<run_event>> {
         auto exists = reader_->prepare("SELECT 1 FROM runs WHERE id = ?1");
         exists.bind(1, run_id);
         auto found = exists.step();
@@ -66,7 +66,7 @@ result<run_event> sqlite_store::append_run_event(const std::string& run_id, cons
                                                  const std::string& payload_json,
                                                  const std::string& causation_id,
                                                  const std::string& event_id, millis at) {
-    return write_transaction([&]() -> result<run_event> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<run_event> {
         auto seq =
             insert_run_event(*writer_, run_id, type, payload_json, causation_id, event_id, at);
         if (!seq) {
@@ -77,14 +77,15 @@ result<run_event> sqlite_store::append_run_event(const std::string& run_id, cons
 }
 
 result<void> sqlite_store::set_run_status(const std::string& run_id, run_status status, millis at) {
-    return write_transaction(
-        [&]() -> result<void> { return update_run_status(run_id, status, at); });
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<void> {
+        return update_run_status(run_id, status, at);
+    });
 }
 
 result<run_event> sqlite_store::end_run(const std::string& run_id, const std::string& type,
                                         const std::string& payload_json,
                                         const std::string& event_id, run_status status, millis at) {
-    return write_transaction([&]() -> result<run_event> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<run_event> {
         WB_TRY(update_run_status(run_id, status, at));
         auto seq = insert_run_event(*writer_, run_id, type, payload_json, "", event_id, at);
         if (!seq) {
@@ -106,7 +107,7 @@ result<void> sqlite_store::update_run_status(const std::string& run_id, run_stat
 }
 
 result<std::vector<run_record>> sqlite_store::list_runs_with_status(run_status status) {
-    return read_transaction([&]() -> result<std::vector<run_record>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::vector<run_record>> {
         // Running runs (what a restart resumes) through the partial index runs_running (its
         // WHERE must appear literally); any other status is a scan.
         if (status == run_status::running) {
@@ -123,7 +124,7 @@ result<std::vector<run_record>> sqlite_store::list_runs_with_status(run_status s
 
 result<std::vector<run_event>>
 sqlite_store::subscription_events(const std::string& subscription_id) {
-    return read_transaction([&]() -> result<std::vector<run_event>> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<std::vector<run_event>> {
         auto exists = subscription_exists(*reader_, subscription_id);
         if (!exists) {
             return exists.error();

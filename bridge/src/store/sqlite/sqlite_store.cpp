@@ -42,13 +42,13 @@ sqlite_store::sqlite_store(std::unique_ptr<connection> writer, std::unique_ptr<c
 
 sqlite_store::~sqlite_store() {
     {
-        std::lock_guard lock(queue_mu_);
+        wopbridge::lock_guard lock(queue_mu_);
         stopping_ = true;
     }
     queue_cv_.notify_all();
     thread_.join(); // the loop drains the queue first: every callback gets its answer
     {
-        std::lock_guard lock(ckpt_mu_);
+        wopbridge::lock_guard lock(ckpt_mu_);
         ckpt_stopping_ = true;
     }
     ckpt_cv_.notify_all();
@@ -57,7 +57,7 @@ sqlite_store::~sqlite_store() {
 }
 
 result<int> sqlite_store::purge_expired(millis now) {
-    return write_transaction([&]() -> result<int> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<int> {
         // Expired dedup claims are let go when their key comes again (intake_locked): a sweep
         // would rewrite every delivery's page once more.
         std::int64_t removed = 0;
@@ -82,7 +82,7 @@ result<int> sqlite_store::purge_expired(millis now) {
 }
 
 result<int> sqlite_store::release_all_claims() {
-    return write_transaction([&]() -> result<int> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<int> {
         auto st = writer_->prepare(
             "UPDATE deliveries SET lease_until = 0 WHERE status = 'in_flight' AND lease_until > 0");
         WB_TRY(st.run());
@@ -108,7 +108,7 @@ result<void> sqlite_store::probe_write() {
     if (damage_.seen()) {
         return errc::store_unavailable; // a write into a damaged file may spread the damage
     }
-    return write_transaction([&]() -> result<void> {
+    return write_transaction([&]() REQUIRES(write_mu_) -> result<void> {
         // Row written and removed: the pages still go through the WAL and its fsync.
         auto put = writer_->prepare(
             "INSERT OR REPLACE INTO store_meta (name, value) VALUES ('write_probe', ?1)");
@@ -125,12 +125,12 @@ result<void> sqlite_store::ping() {
         return errc::store_unavailable;
     }
     {
-        std::lock_guard lock(write_mu_);
+        wopbridge::lock_guard lock(write_mu_);
         if (sqlite3_db_readonly(writer_->handle(), "main") != 0) {
             return errc::store_unavailable;
         }
     }
-    return read_transaction([&]() -> result<void> {
+    return read_transaction([&]() REQUIRES(read_mu_) -> result<void> {
         auto st = reader_->prepare("SELECT 1");
         auto row = st.step();
         if (!row) {
@@ -146,92 +146,109 @@ store_stats sqlite_store::stats() const {
 
 result<void> sqlite_store::insert_outbound_webhook(const outbound_webhook& w) {
     outbound_possible_.store(true); // before the commit: no run event may miss its outbox
-    return write_transaction([&] { return sqlite::outbound::insert_webhook(*writer_, w); });
+    return write_transaction(
+        [&]() REQUIRES(write_mu_) { return sqlite::outbound::insert_webhook(*writer_, w); });
 }
 
 result<outbound_webhook> sqlite_store::get_outbound_webhook(const std::string& id) {
-    return read_transaction([&] { return sqlite::outbound::get_webhook(*reader_, id); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::outbound::get_webhook(*reader_, id); });
 }
 
 result<std::vector<outbound_webhook>> sqlite_store::list_outbound_webhooks(const std::string& t) {
-    return read_transaction([&] { return sqlite::outbound::list_webhooks(*reader_, t); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::outbound::list_webhooks(*reader_, t); });
 }
 
 result<void> sqlite_store::delete_outbound_webhook(const std::string& id) {
-    return write_transaction([&] { return sqlite::outbound::delete_webhook(*writer_, id); });
+    return write_transaction(
+        [&]() REQUIRES(write_mu_) { return sqlite::outbound::delete_webhook(*writer_, id); });
 }
 
 result<int> sqlite_store::enqueue_outbound(const std::string& run_id, std::int64_t sequence,
                                            millis at) {
-    return write_transaction(
-        [&] { return sqlite::outbound::enqueue(*writer_, run_id, sequence, at); });
+    return write_transaction([&]() REQUIRES(write_mu_) {
+        return sqlite::outbound::enqueue(*writer_, run_id, sequence, at);
+    });
 }
 
 result<std::vector<outbound_delivery>>
 sqlite_store::claim_outbound_due(millis now, int limit, int per_webhook_limit, millis lease_ms) {
-    return write_transaction([&] {
+    return write_transaction([&]() REQUIRES(write_mu_) {
         return sqlite::outbound::claim_due(*writer_, now, limit, per_webhook_limit, lease_ms);
     });
 }
 
 result<void> sqlite_store::record_outbound_attempt(const outbound_attempt& a) {
-    return write_transaction([&] { return sqlite::outbound::record_attempt(*writer_, a); });
+    return write_transaction(
+        [&]() REQUIRES(write_mu_) { return sqlite::outbound::record_attempt(*writer_, a); });
 }
 
 result<int> sqlite_store::count_outbound_failures(const std::string& id, millis since) {
-    return read_transaction([&] { return sqlite::outbound::count_failures(*reader_, id, since); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::outbound::count_failures(*reader_, id, since); });
 }
 
 result<std::optional<millis>> sqlite_store::outbound_next_due_at() {
-    return read_transaction([&] { return sqlite::outbound::next_due_at(*reader_); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::outbound::next_due_at(*reader_); });
 }
 
 result<std::vector<outbound_delivery>>
 sqlite_store::list_outbound_deliveries(const std::string& id) {
-    return read_transaction([&] { return sqlite::outbound::list_deliveries(*reader_, id); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::outbound::list_deliveries(*reader_, id); });
 }
 
 result<page<outbound_dead_letter>> sqlite_store::list_outbound_dead_letters(const std::string& id,
                                                                             const page_request& req,
                                                                             millis now) {
-    return read_transaction(
-        [&] { return sqlite::outbound::list_dead_letters(*reader_, id, req, now); });
+    return read_transaction([&]() REQUIRES(read_mu_) {
+        return sqlite::outbound::list_dead_letters(*reader_, id, req, now);
+    });
 }
 
 result<std::vector<outbound_state_change>>
 sqlite_store::list_outbound_state_changes(const std::string& id) {
-    return read_transaction([&] { return sqlite::outbound::list_state_changes(*reader_, id); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::outbound::list_state_changes(*reader_, id); });
 }
 
 result<void> sqlite_store::create_replay_job(const replay_job_record& job,
                                              const std::vector<std::string>& ids) {
-    return write_transaction([&] { return sqlite::replay_jobs::create(*writer_, job, ids); });
+    return write_transaction(
+        [&]() REQUIRES(write_mu_) { return sqlite::replay_jobs::create(*writer_, job, ids); });
 }
 
 result<replay_job_record> sqlite_store::get_replay_job(const std::string& id) {
-    return read_transaction([&] { return sqlite::replay_jobs::get(*reader_, id); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::replay_jobs::get(*reader_, id); });
 }
 
 result<std::vector<replay_job_item>>
 sqlite_store::unsettled_replay_job_items(const std::string& id) {
-    return read_transaction([&] { return sqlite::replay_jobs::unsettled_items(*reader_, id); });
+    return read_transaction(
+        [&]() REQUIRES(read_mu_) { return sqlite::replay_jobs::unsettled_items(*reader_, id); });
 }
 
 result<void> sqlite_store::update_replay_job(const replay_job_update& u) {
-    return write_transaction([&] { return sqlite::replay_jobs::update(*writer_, u); });
+    return write_transaction(
+        [&]() REQUIRES(write_mu_) { return sqlite::replay_jobs::update(*writer_, u); });
 }
 
 result<std::vector<replay_job_record>>
 sqlite_store::claim_replay_jobs(const std::string& owner, millis now, millis lease_ms) {
-    return write_transaction(
-        [&] { return sqlite::replay_jobs::claim(*writer_, owner, now, lease_ms); });
+    return write_transaction([&]() REQUIRES(write_mu_) {
+        return sqlite::replay_jobs::claim(*writer_, owner, now, lease_ms);
+    });
 }
 
 result<int> sqlite_store::release_replay_jobs(const std::string& owner) {
     if (owner.empty()) {
         return make_error_code(errc::invalid_argument); // "" would release every node's
     }
-    return write_transaction([&] { return sqlite::replay_jobs::release(*writer_, owner); });
+    return write_transaction(
+        [&]() REQUIRES(write_mu_) { return sqlite::replay_jobs::release(*writer_, owner); });
 }
 
 void sqlite_store::rollback_if_open(connection& c) {
@@ -248,7 +265,7 @@ int sqlite_store::on_wal_commit(void* self, sqlite3*, const char*, int pages) {
 void sqlite_store::wal_committed(int pages) {
     bool wake = false;
     {
-        std::lock_guard lock(ckpt_mu_);
+        wopbridge::lock_guard lock(ckpt_mu_);
         wal_pages_ = pages;
         wal_file_used_ = true;
         last_commit_ = std::chrono::steady_clock::now();
@@ -261,10 +278,11 @@ void sqlite_store::wal_committed(int pages) {
 
 void sqlite_store::checkpointer_loop() {
     using namespace std::chrono_literals;
-    std::unique_lock lock(ckpt_mu_);
+    wopbridge::unique_lock lock(ckpt_mu_);
     for (;;) {
-        ckpt_cv_.wait_for(lock, 1s,
-                          [&] { return ckpt_stopping_ || wal_pages_ >= checkpoint_pages_; });
+        lock.wait_for(ckpt_cv_, 1s, [&]() REQUIRES(ckpt_mu_) {
+            return ckpt_stopping_ || wal_pages_ >= checkpoint_pages_;
+        });
         if (ckpt_stopping_) {
             return;
         }
@@ -283,7 +301,7 @@ void sqlite_store::checkpointer_loop() {
             // Holding the store's write mutex, the RESTART (or TRUNCATE) never waits on the
             // writer's busy handler (which a busy writer would starve); it only finishes what
             // the passive pass left, so the writer waits briefly.
-            std::lock_guard write_lock(write_mu_);
+            wopbridge::lock_guard write_lock(write_mu_);
             rc = sqlite3_wal_checkpoint_v2(
                 db, "main", large ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_TRUNCATE, nullptr,
                 nullptr);
@@ -295,7 +313,7 @@ void sqlite_store::checkpointer_loop() {
             wal_file_used_ = large; // a restarted WAL keeps its file size until truncated
         } else {
             // Busy or an I/O error (a full disk): try again at the next commit or idle tick.
-            ckpt_cv_.wait_for(lock, 100ms, [&] { return ckpt_stopping_; });
+            lock.wait_for(ckpt_cv_, 100ms, [&]() REQUIRES(ckpt_mu_) { return ckpt_stopping_; });
         }
     }
 }

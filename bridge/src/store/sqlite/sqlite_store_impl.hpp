@@ -2,6 +2,7 @@
 // The SQLite store's private declarations, shared by its role files: sqlite_store.cpp (open,
 // threads, upkeep), sqlite_subscriptions.cpp, sqlite_intake.cpp, sqlite_deliveries.cpp,
 // sqlite_attempts.cpp, sqlite_runs.cpp, sqlite_keys.cpp and sqlite_rows.cpp (row mapping).
+#include "core/thread_annotations.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_due_queries.hpp"
 #include "store/sqlite/sqlite_migrations.hpp"
@@ -20,7 +21,6 @@
 #include <deque>
 #include <future>
 #include <limits>
-#include <mutex>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 
 // The placeholders of WB_SUB_COLS (store_rows.hpp).
-#define WB_SUB_PARAMS                                                                              \
+#define WB_SQLITE_SUB_PARAMS                                                                       \
     "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "  \
     "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28"
 
@@ -133,7 +133,8 @@ class sqlite_store final : public store {
 
     // Active subscriptions with how many more attempts each may have in flight (maxConcurrency
     // minus its unexpired leases; INT_MAX without a bound). Inside the claim's write transaction.
-    result<std::vector<std::pair<std::string, int>>> active_with_room(millis now);
+    result<std::vector<std::pair<std::string, int>>> active_with_room(millis now)
+        REQUIRES(write_mu_);
     result<std::string> delivery_content(const std::string& delivery_id) override;
     result<void> record_attempt(const attempt_record& rec) override;
 
@@ -167,7 +168,8 @@ class sqlite_store final : public store {
     result<run_event> end_run(const std::string& run_id, const std::string& type,
                               const std::string& payload_json, const std::string& event_id,
                               run_status status, millis at) override;
-    result<void> update_run_status(const std::string& run_id, run_status status, millis at);
+    result<void> update_run_status(const std::string& run_id, run_status status, millis at)
+        REQUIRES(write_mu_);
     result<std::vector<run_record>> list_runs_with_status(run_status status) override;
     result<std::vector<run_event>> subscription_events(const std::string& subscription_id) override;
 
@@ -223,7 +225,7 @@ class sqlite_store final : public store {
 
   private:
     static constexpr std::size_t max_cached_subscriptions = 10000;
-    void forget_subscription(const std::string& id);
+    void forget_subscription(const std::string& id) EXCLUDES(subs_mu_);
 
     // Forgets the row when the write is done, whatever its outcome (a rolled-back write changed
     // nothing, and forgetting costs one read).
@@ -258,12 +260,13 @@ class sqlite_store final : public store {
     void rollback_if_open(connection& c);
 
     // One committed (fsynced) write transaction around `body`, serialized with every other write.
-    template <class F> auto write_transaction(F&& body) -> decltype(body()) {
-        std::lock_guard lock(write_mu_);
+    // `body` runs holding write_mu_: write it `[&]() REQUIRES(write_mu_) { ... }`.
+    template <class F> EXCLUDES(write_mu_) auto write_transaction(F&& body) -> decltype(body()) {
+        wopbridge::lock_guard lock(write_mu_);
         return transaction_locked(body);
     }
 
-    template <class F> auto transaction_locked(F& body) -> decltype(body()) {
+    template <class F> REQUIRES(write_mu_) auto transaction_locked(F& body) -> decltype(body()) {
         if (damage_.seen()) {
             return errc::store_unavailable; // nothing more into a damaged file (damage())
         }
@@ -284,9 +287,10 @@ class sqlite_store final : public store {
         return out;
     }
 
-    // A consistent snapshot for reads that take more than one statement.
-    template <class F> auto read_transaction(F&& body) -> decltype(body()) {
-        std::lock_guard lock(read_mu_);
+    // A consistent snapshot for reads that take more than one statement; `body` runs holding
+    // read_mu_ (`[&]() REQUIRES(read_mu_) { ... }`).
+    template <class F> EXCLUDES(read_mu_) auto read_transaction(F&& body) -> decltype(body()) {
+        wopbridge::lock_guard lock(read_mu_);
         if (auto r = reader_->exec("BEGIN"); !r) {
             return r.error();
         }
@@ -302,23 +306,25 @@ class sqlite_store final : public store {
                                     const std::string& attempt_event_id, const delivery_attempt& a,
                                     dead_letter_reason reason,
                                     const std::optional<state_change>& change, millis at,
-                                    millis expires_at, const std::string& delivery_id);
-    result<void> record_attempt_locked(const attempt_record& rec);
+                                    millis expires_at, const std::string& delivery_id)
+        REQUIRES(write_mu_);
+    result<void> record_attempt_locked(const attempt_record& rec) REQUIRES(write_mu_);
 
     // Inside the batch transaction and its own savepoint.
-    result<intake_outcome> intake_locked(const intake_request& req);
-    result<std::vector<delivery>> claim_locked(millis now, int limit, millis lease_ms);
+    result<intake_outcome> intake_locked(const intake_request& req) REQUIRES(write_mu_);
+    result<std::vector<delivery>> claim_locked(millis now, int limit, millis lease_ms)
+        REQUIRES(write_mu_);
 
     // Group commit: everything queued (intakes, attempt records and claims, up to max_batch_
     // rows) goes into one transaction, each unit in its own savepoint; one COMMIT (one fsync,
     // none for a batch of claims alone), then every answer.
-    void writer_loop();
+    void writer_loop() EXCLUDES(queue_mu_, write_mu_);
     static std::size_t rows_of(const queued_write& w);
     // Queues one unit for the writer (moved from only when queued); false when stopping.
-    bool enqueue_write(queued_write& w);
+    bool enqueue_write(queued_write& w) EXCLUDES(queue_mu_);
 
     // One unit of the batch in its own savepoint: kept when `body` succeeds, undone when it fails.
-    template <class F> auto in_savepoint(F&& body) -> decltype(body()) {
+    template <class F> REQUIRES(write_mu_) auto in_savepoint(F&& body) -> decltype(body()) {
         connection& c = *writer_;
         if (!c.in_transaction()) {
             // An I/O error rolled the whole transaction back under us.
@@ -339,11 +345,12 @@ class sqlite_store final : public store {
         return out;
     }
 
-    void run_batch(const std::vector<queued_write>& batch, std::vector<write_outcome>& results);
+    void run_batch(const std::vector<queued_write>& batch, std::vector<write_outcome>& results)
+        EXCLUDES(write_mu_);
     // Every unit of the batch into the open transaction; without savepoints it stops at the
     // first unit that fails and answers false (the caller rolls back and runs it again with).
     bool run_units(const std::vector<queued_write>& batch, std::vector<write_outcome>& results,
-                   bool savepoints);
+                   bool savepoints) REQUIRES(write_mu_);
 
     // ---- checkpoints, off the writer's commit ----
     // The writer's WAL hook replaces SQLite's autocheckpoint (which would copy pages back into the
@@ -353,29 +360,30 @@ class sqlite_store final : public store {
     // (the writer waits while what the passive pass left is copied) so the WAL does not grow under
     // sustained load; after a second without commits it TRUNCATEs the WAL file to zero bytes.
     static int on_wal_commit(void* self, sqlite3*, const char*, int pages);
-    void wal_committed(int pages);
-    void checkpointer_loop();
+    void wal_committed(int pages) EXCLUDES(ckpt_mu_);
+    void checkpointer_loop() EXCLUDES(ckpt_mu_, write_mu_);
     // Before the connections: they report into it until they are closed.
     sqlite::damage_watch damage_;
-    std::unique_ptr<connection> writer_;
-    std::mutex write_mu_;
-    std::unique_ptr<connection> reader_;
-    std::mutex read_mu_;
-    std::unique_ptr<connection> checkpointer_;
+    std::unique_ptr<connection> writer_ PT_GUARDED_BY(write_mu_);
+    wopbridge::mutex write_mu_;
+    std::unique_ptr<connection> reader_ PT_GUARDED_BY(read_mu_);
+    wopbridge::mutex read_mu_;
+    std::unique_ptr<connection> checkpointer_; // the checkpointer thread's own
 
-    std::mutex subs_mu_;
-    std::unordered_map<std::string, subscription> subs_cache_;
-    std::uint64_t subs_generation_ = 0;
-    // Under write_mu_: subscriptions whose row the batch's attempts changed (run_batch forgets
-    // them once it has committed or rolled back).
-    std::unordered_set<std::string> changed_subscriptions_;
+    wopbridge::mutex subs_mu_;
+    std::unordered_map<std::string, subscription> subs_cache_ GUARDED_BY(subs_mu_);
+    std::uint64_t subs_generation_ GUARDED_BY(subs_mu_) = 0;
+    // Subscriptions whose row the batch's attempts changed (run_batch forgets them once it has
+    // committed or rolled back).
+    std::unordered_set<std::string> changed_subscriptions_ GUARDED_BY(write_mu_);
 
-    std::mutex queue_mu_;
+    wopbridge::mutex queue_mu_;
     std::condition_variable queue_cv_;
-    std::deque<queued_write> queue_;
-    std::size_t queued_rows_ = 0;
-    bool stopping_ = false;
-    bool writer_in_window_ = false; // the writer waits out a commit window: wake it only when full
+    std::deque<queued_write> queue_ GUARDED_BY(queue_mu_);
+    std::size_t queued_rows_ GUARDED_BY(queue_mu_) = 0;
+    bool stopping_ GUARDED_BY(queue_mu_) = false;
+    // The writer waits out a commit window: wake it only when full.
+    bool writer_in_window_ GUARDED_BY(queue_mu_) = false;
     const int max_batch_;
     const std::chrono::microseconds commit_window_;
     std::chrono::steady_clock::time_point last_batch_end_{}; // the writer thread's own
@@ -385,12 +393,13 @@ class sqlite_store final : public store {
     std::atomic<std::uint64_t> intake_requests_{0};
 
     const int checkpoint_pages_;
-    std::mutex ckpt_mu_;
+    wopbridge::mutex ckpt_mu_;
     std::condition_variable ckpt_cv_;
-    int wal_pages_ = 0;
-    bool wal_file_used_ = false; // the -wal file has bytes a TRUNCATE would free
-    std::chrono::steady_clock::time_point last_commit_ = std::chrono::steady_clock::now();
-    bool ckpt_stopping_ = false;
+    int wal_pages_ GUARDED_BY(ckpt_mu_) = 0;
+    bool wal_file_used_ GUARDED_BY(ckpt_mu_) = false; // the -wal file has bytes TRUNCATE frees
+    std::chrono::steady_clock::time_point
+        last_commit_ GUARDED_BY(ckpt_mu_) = std::chrono::steady_clock::now();
+    bool ckpt_stopping_ GUARDED_BY(ckpt_mu_) = false;
     std::atomic<std::uint64_t> checkpoints_{0};
 
     std::thread thread_; // last: started once everything above exists
