@@ -9,7 +9,7 @@ result<void> postgres_store::record_attempt(const attempt_record& rec) {
     }
     std::optional<std::int64_t> token;
     {
-        std::lock_guard lock(lease_mu_);
+        wopbridge::lock_guard lock(lease_mu_);
         if (auto it = leases_.find(rec.delivery_id); it != leases_.end()) {
             token = it->second.token;
         }
@@ -25,7 +25,7 @@ result<void> postgres_store::record_attempt(const attempt_record& rec) {
         forget_subscription(rec.subscription_id);
     }
     if (out || out.error() == errc::conflict || out.error() == errc::not_found) {
-        std::lock_guard lock(lease_mu_);
+        wopbridge::lock_guard lock(lease_mu_);
         leases_.erase(rec.delivery_id);
     }
     return out;
@@ -37,7 +37,7 @@ std::vector<result<void>> postgres_store::record_attempts(const std::vector<atte
     }
     std::vector<std::optional<std::int64_t>> tokens(recs.size());
     {
-        std::lock_guard lock(lease_mu_);
+        wopbridge::lock_guard lock(lease_mu_);
         for (std::size_t i = 0; i < recs.size(); ++i) {
             if (auto it = leases_.find(recs[i].delivery_id); it != leases_.end()) {
                 tokens[i] = it->second.token;
@@ -67,7 +67,7 @@ std::vector<result<void>> postgres_store::record_attempts(const std::vector<atte
         }
     }
     if (all) {
-        std::lock_guard lock(lease_mu_);
+        wopbridge::lock_guard lock(lease_mu_);
         for (const auto& rec : recs) {
             leases_.erase(rec.delivery_id);
         }

@@ -394,7 +394,7 @@ result<void> postgres_store::read_claimed(const rows& r, std::vector<claimed>& o
 
 void postgres_store::remember_leases(const std::vector<claimed>& got, millis now,
                                      millis lease_until) {
-    std::lock_guard lock(lease_mu_);
+    wopbridge::lock_guard lock(lease_mu_);
     if (leases_.size() > max_remembered_leases) {
         std::erase_if(leases_, [&](const auto& e) { return e.second.until < now; });
     }

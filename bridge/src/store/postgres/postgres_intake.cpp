@@ -7,7 +7,7 @@ namespace wopbridge::postgres_detail {
 
 void postgres_store::intake(intake_request req, intake_callback done) {
     {
-        std::unique_lock lock(queue_mu_);
+        wopbridge::unique_lock lock(queue_mu_);
         if (!stopping_) {
             queue_.push_back(queued_intake{std::move(req), std::move(done)});
             lock.unlock();
@@ -161,8 +161,9 @@ void postgres_store::writer_loop() {
     for (;;) {
         batch.clear();
         {
-            std::unique_lock lock(queue_mu_);
-            queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            wopbridge::unique_lock lock(queue_mu_);
+            lock.wait(queue_cv_,
+                      [&]() REQUIRES(queue_mu_) { return stopping_ || !queue_.empty(); });
             if (queue_.empty()) {
                 return;
             }

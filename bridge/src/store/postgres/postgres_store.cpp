@@ -34,13 +34,13 @@ postgres_store::postgres_store(std::unique_ptr<connection> writer,
 
 postgres_store::~postgres_store() {
     {
-        std::lock_guard lock(listener_mu_);
+        wopbridge::lock_guard lock(listener_mu_);
         listener_stopping_ = true;
     }
     listener_cv_.notify_all();
     listener_thread_.join(); // at most one notification wait (250 ms) away
     {
-        std::lock_guard lock(queue_mu_);
+        wopbridge::lock_guard lock(queue_mu_);
         stopping_ = true;
     }
     queue_cv_.notify_all();
@@ -227,7 +227,7 @@ postgres_store::list_outbound_state_changes(const std::string& id) {
 store_stats postgres_store::stats() const {
     bool live = false;
     {
-        std::lock_guard lock(subs_mu_);
+        wopbridge::lock_guard lock(subs_mu_);
         live = subs_listening_;
     }
     return {commits_.load(), intake_batches_.load(), intake_requests_.load(), round_trips_.load(),

@@ -3,6 +3,7 @@
 // (open, threads, upkeep, cluster), postgres_subscriptions.cpp, postgres_intake.cpp,
 // postgres_deliveries.cpp, postgres_attempts.cpp, postgres_runs.cpp, postgres_keys.cpp and
 // postgres_rows.cpp (row mapping).
+#include "core/thread_annotations.hpp"
 #include "store/postgres/pg_connection.hpp"
 #include "store/postgres/pg_migrations.hpp"
 #include "store/postgres/pg_outbound.hpp"
@@ -22,7 +23,6 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -31,7 +31,7 @@
 #include <utility>
 
 // The placeholders of WB_SUB_COLS (store_rows.hpp).
-#define WB_SUB_PARAMS                                                                              \
+#define WB_PG_SUB_PARAMS                                                                           \
     "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "  \
     "$21, $22, $23, $24, $25, $26, $27, $28"
 // How many more claims subscription `s` has room for: $3 (the claim's limit) when unbounded, else
@@ -131,8 +131,8 @@ class postgres_store final : public store {
 
     static constexpr std::size_t max_cached_subscriptions = 10000;
     static constexpr auto cache_ttl = std::chrono::seconds(5);
-    void forget_subscription(const std::string& id);
-    void set_listening(bool on);
+    void forget_subscription(const std::string& id) EXCLUDES(subs_mu_);
+    void set_listening(bool on) EXCLUDES(subs_mu_);
 
     // Forgets the row when this node's write is done, whatever its outcome (read-your-writes on
     // this node; the notification tells the others).
@@ -141,7 +141,7 @@ class postgres_store final : public store {
         const std::string& id;
         ~subscription_forget() { self.forget_subscription(id); }
     };
-    void listener_loop();
+    void listener_loop() EXCLUDES(listener_mu_, subs_mu_);
 
     // One transaction for the whole batch (BEGIN and COMMIT once, two statements a record). A
     // record that fails (a settlement another node made first) undoes the batch; then each record
@@ -254,11 +254,12 @@ class postgres_store final : public store {
     // epoch moves on, so every pooled connection reconnects before its next use instead of each
     // failing once on its own dead socket.
     template <class F>
+    EXCLUDES(pool_mu_)
     auto with_connection(F&& body) -> decltype(body(std::declval<connection&>())) {
         std::size_t index = 0;
         {
-            std::unique_lock lock(pool_mu_);
-            pool_cv_.wait(lock, [&] { return !free_.empty(); });
+            wopbridge::unique_lock lock(pool_mu_);
+            lock.wait(pool_cv_, [&]() REQUIRES(pool_mu_) { return !free_.empty(); });
             index = free_.back();
             free_.pop_back();
         }
@@ -267,7 +268,7 @@ class postgres_store final : public store {
             std::size_t index;
             ~give_back() {
                 {
-                    std::lock_guard lock(self->pool_mu_);
+                    wopbridge::lock_guard lock(self->pool_mu_);
                     self->free_.push_back(index);
                 }
                 self->pool_cv_.notify_one();
@@ -405,7 +406,7 @@ class postgres_store final : public store {
 
     // Group commit: everything queued (up to max_batch_) goes into one transaction; one COMMIT
     // (one WAL flush, synchronous_commit = on), then every callback.
-    void writer_loop();
+    void writer_loop() EXCLUDES(queue_mu_);
 
     // A request that fails aborts the PostgreSQL transaction. Instead of a SAVEPOINT per request
     // (a subtransaction each: past 64 per transaction every other session's snapshots overflow
@@ -425,17 +426,19 @@ class postgres_store final : public store {
         subscription value;
         std::chrono::steady_clock::time_point read_at;
     };
-    mutable std::mutex subs_mu_;
-    std::unordered_map<std::string, cached_subscription> subs_cache_;
-    std::uint64_t subs_generation_ = 0;
-    bool subs_listening_ = false; // nothing is cached while notifications could be missed
-    std::mutex listener_mu_;
+    mutable wopbridge::mutex subs_mu_;
+    std::unordered_map<std::string, cached_subscription> subs_cache_ GUARDED_BY(subs_mu_);
+    std::uint64_t subs_generation_ GUARDED_BY(subs_mu_) = 0;
+    // Nothing is cached while notifications could be missed.
+    bool subs_listening_ GUARDED_BY(subs_mu_) = false;
+    wopbridge::mutex listener_mu_;
     std::condition_variable listener_cv_;
-    bool listener_stopping_ = false;
+    bool listener_stopping_ GUARDED_BY(listener_mu_) = false;
 
+    // Fixed once open; a slot is used only by the call that took its index from free_.
     std::vector<slot> slots_;
-    std::vector<std::size_t> free_;
-    std::mutex pool_mu_;
+    std::vector<std::size_t> free_ GUARDED_BY(pool_mu_);
+    wopbridge::mutex pool_mu_;
     std::condition_variable pool_cv_;
     std::atomic<std::uint64_t> reset_epoch_{0};
 
@@ -443,18 +446,18 @@ class postgres_store final : public store {
     // This node, as its claims and its beats name it: fresh per open, so a restarted process is
     // a new node and the old one's claims are freed once it is seen silent.
     const std::string node_id_ = make_node_id();
-    std::mutex lease_mu_;
+    wopbridge::mutex lease_mu_;
     struct lease {
         std::int64_t token;
         millis until;
     };
     static constexpr std::size_t max_remembered_leases = 100000;
-    std::unordered_map<std::string, lease> leases_;
+    std::unordered_map<std::string, lease> leases_ GUARDED_BY(lease_mu_);
 
-    std::mutex queue_mu_;
+    wopbridge::mutex queue_mu_;
     std::condition_variable queue_cv_;
-    std::deque<queued_intake> queue_;
-    bool stopping_ = false;
+    std::deque<queued_intake> queue_ GUARDED_BY(queue_mu_);
+    bool stopping_ GUARDED_BY(queue_mu_) = false;
     const int max_batch_;
 
     std::atomic<std::uint64_t> commits_{0};

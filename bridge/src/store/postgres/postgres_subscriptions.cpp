@@ -6,7 +6,7 @@ namespace wopbridge::postgres_detail {
 result<void> postgres_store::insert_subscription(const subscription& s) {
     const subscription_forget forget{*this, s.id};
     return write([&](connection& c) -> result<void> {
-        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS ")",
+        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_PG_SUB_PARAMS ")",
                      subscription_params(s));
     });
 }
@@ -14,7 +14,7 @@ result<void> postgres_store::insert_subscription(const subscription& s) {
 result<void> postgres_store::upsert_config_subscription(const subscription& s) {
     const subscription_forget forget{*this, s.id};
     return write([&](connection& c) -> result<void> {
-        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_SUB_PARAMS
+        return c.run("INSERT INTO subscriptions (" WB_SUB_COLS ") VALUES (" WB_PG_SUB_PARAMS
                      ") " WB_SUB_CONFIG_UPSERT,
                      subscription_params(s));
     });
@@ -24,7 +24,7 @@ result<subscription> postgres_store::get_subscription(const std::string& id) {
     std::uint64_t generation = 0;
     const auto now = std::chrono::steady_clock::now();
     {
-        std::lock_guard lock(subs_mu_);
+        wopbridge::lock_guard lock(subs_mu_);
         if (subs_listening_) {
             if (auto it = subs_cache_.find(id);
                 it != subs_cache_.end() && now - it->second.read_at < cache_ttl) {
@@ -35,7 +35,7 @@ result<subscription> postgres_store::get_subscription(const std::string& id) {
     }
     auto found = read_subscription_row(id);
     if (found) {
-        std::lock_guard lock(subs_mu_);
+        wopbridge::lock_guard lock(subs_mu_);
         if (subs_listening_ && subs_generation_ == generation) {
             if (subs_cache_.size() >= max_cached_subscriptions) {
                 subs_cache_.clear();
@@ -124,13 +124,13 @@ result<void> postgres_store::change_state(const state_change& change, const std:
 }
 
 void postgres_store::forget_subscription(const std::string& id) {
-    std::lock_guard lock(subs_mu_);
+    wopbridge::lock_guard lock(subs_mu_);
     ++subs_generation_;
     subs_cache_.erase(id);
 }
 
 void postgres_store::set_listening(bool on) {
-    std::lock_guard lock(subs_mu_);
+    wopbridge::lock_guard lock(subs_mu_);
     ++subs_generation_;
     subs_cache_.clear();
     subs_listening_ = on;
@@ -140,14 +140,14 @@ void postgres_store::listener_loop() {
     bool listening = false;
     for (;;) {
         {
-            std::unique_lock lock(listener_mu_);
+            wopbridge::unique_lock lock(listener_mu_);
             if (listener_stopping_) {
                 return;
             }
             if (!listening) {
                 // Reconnect (and LISTEN again) at most once a second after a failure.
-                listener_cv_.wait_for(lock, std::chrono::seconds(1),
-                                      [&] { return listener_stopping_; });
+                lock.wait_for(listener_cv_, std::chrono::seconds(1),
+                              [&]() REQUIRES(listener_mu_) { return listener_stopping_; });
                 if (listener_stopping_) {
                     return;
                 }
