@@ -82,9 +82,8 @@ protected:
         req.tenant = "acme";
         req.url = url;
         req.events = std::move(events);
-        std::string why;
-        auto r = dispatcher_->register_webhook(req, why);
-        EXPECT_TRUE(r) << why;
+        auto r = dispatcher_->register_webhook(req);
+        EXPECT_TRUE(r) << r.error().message;
         return r ? *r : webhook_registered{};
     }
 
@@ -350,16 +349,17 @@ TEST_F(OutboundWebhooksTest, RegistrationRefusesSsrfTargetsAndStoresNothing) {
         req.tenant = "acme";
         req.url = bad;
         req.events = {"run.completed"};
-        std::string why;
-        auto r = dispatcher_->register_webhook(req, why);
-        EXPECT_FALSE(r) << bad;
-        EXPECT_EQ(r.error(), make_error_code(errc::invalid_argument));
+        auto r = dispatcher_->register_webhook(req);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_EQ(r.error().code, make_error_code(errc::invalid_argument));
+        EXPECT_EQ(r.error().field, "url") << bad;
     }
     webhook_registration empty;
     empty.tenant = "acme";
     empty.url = url();
-    std::string why;
-    EXPECT_FALSE(dispatcher_->register_webhook(empty, why)); // events must be non-empty
+    auto refused = dispatcher_->register_webhook(empty); // events must be non-empty
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().field, "events");
     auto all = dispatcher_->list("acme");
     ASSERT_TRUE(all);
     EXPECT_TRUE(all->empty());

@@ -36,8 +36,9 @@ public:
     result<void> start();
     void stop();
     // Checks the host key against the one the store was sealed with (binding a new store to it);
-    // start() and apply_config_subscriptions() do too. On refusal `why` says why and the fix.
-    result<void> bind_host_key(error_info& why);
+    // start() and apply_config_subscriptions() do too. A refusal says why and the fix (conflict:
+    // another key than the store's).
+    result<void, error_info> bind_host_key();
 
     const bridge_settings& settings() const noexcept override;
 

@@ -268,14 +268,13 @@ bridge::bridge(bridge_settings settings, std::unique_ptr<store> st, std::unique_
 
 bridge::~bridge() { stop(); }
 
-result<void> bridge::bind_host_key(error_info& why) {
-    auto r = impl_->ensure_host_key();
-    if (!r) {
-        wopbridge::lock_guard lock(impl_->key_mutex);
-        why = impl_->key_refusal.value_or(
-            error_info{errc::store_unavailable, "cannot read the store's host key check"});
+result<void, error_info> bridge::bind_host_key() {
+    if (impl_->ensure_host_key()) {
+        return {};
     }
-    return r;
+    wopbridge::lock_guard lock(impl_->key_mutex);
+    return impl_->key_refusal.value_or(
+        error_info{errc::store_unavailable, "cannot read the store's host key check"});
 }
 
 result<void> bridge::start() {

@@ -38,9 +38,8 @@ public:
     // instance names loaded on this node, a committed subscription handed to its connector (a
     // refusal says why, one line, naming the subscription), and one deleted taken back.
     virtual std::vector<std::string> connector_names() const { return {}; }
-    virtual result<void> attach(const subscription& sub, std::string& why) {
-        why = "no connectors are loaded on this node";
-        return make_error_code(errc::not_found);
+    virtual result<void, error_info> attach(const subscription& /*sub*/) {
+        return error_info{errc::not_found, "no connectors are loaded on this node"};
     }
     virtual void detach(const subscription& /*sub*/) {}
 };

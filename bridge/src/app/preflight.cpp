@@ -76,35 +76,17 @@ config_error settings_refusal(const config& c, const std::string& section,
 } // namespace
 
 std::string store_display_name(const config& c) {
-    return c.store.backend == store_config::backend_kind::postgres ? "postgres"
-                                                                    : c.store.sqlite_path;
+    return c.store.backend->display_name();
 }
 
-result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why,
-                                                     bool init) {
-    if (c.store.backend == store_config::backend_kind::postgres) {
-        postgres_options po;
-        po.url = c.store.postgres_url;
-        return open_postgres_store(po, why);
-    }
-    if (create) {
-        std::error_code ec;
-        std::filesystem::create_directories(std::filesystem::path(c.store.sqlite_path).parent_path(),
-                                            ec);
-    }
-    sqlite_options so;
-    so.path = c.store.sqlite_path;
-    so.init = init;
-    so.commit_window_us = static_cast<int>(c.store.sqlite_commit_window_ms * 1000);
-    so.startup_check = c.store.sqlite_quick_startup_check ? sqlite_startup_check::quick
-                                                          : sqlite_startup_check::integrity;
-    return open_sqlite_store(so, why);
+result<std::unique_ptr<store>, error_info> open_configured_store(const config& c,
+                                                                 store_open_mode mode) {
+    return c.store.backend->open(mode);
 }
 
 config_error store_open_error(const config& c, const error_info& why) {
-    const bool pg = c.store.backend == store_config::backend_kind::postgres;
     return {c.file, 0, 0,
-            std::string("store: cannot open the ") + (pg ? "postgres" : "sqlite") +
+            "store: cannot open the " + std::string(c.store.backend->backend_name()) +
                 " store: " + why.message};
 }
 
@@ -193,14 +175,10 @@ std::vector<config_error> preflight_for_check(const std::string& path, std::opti
     const config& c = *loaded.value;
     auto problems = check_environment(c);
     check_connectors(c, module_dirs, problems);
-    std::error_code ec;
-    const bool store_exists = c.store.backend == store_config::backend_kind::postgres ||
-                              std::filesystem::exists(c.store.sqlite_path, ec);
-    if (problems.empty() && store_exists) {
-        error_info why;
-        auto st = open_configured_store(c, false, why);
+    if (problems.empty() && c.store.backend->exists()) {
+        auto st = open_configured_store(c, store_open_mode::check);
         if (!st) {
-            problems.push_back(store_open_error(c, why));
+            problems.push_back(store_open_error(c, st.error()));
         } else if (auto wrong = check_host_key_against_store(c, **st)) {
             problems.push_back(std::move(*wrong));
         }

@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "store/store.hpp"
+#include "store/store_backend.hpp"
 
 #include <memory>
 #include <optional>
@@ -16,10 +17,10 @@ namespace wopbridge {
 // "postgres" or the SQLite path: what logs may name (never the PostgreSQL URL).
 std::string store_display_name(const config& c);
 
-// Opens the configured store as serve does (creating the SQLite folder when `create`). A damaged
-// SQLite file is refused; so is a 0-byte one unless `init` (serve --init).
-result<std::unique_ptr<store>> open_configured_store(const config& c, bool create, error_info& why,
-                                                     bool init = false);
+// Opens the configured store as `mode` says (store/store_backend.hpp). A damaged SQLite file is
+// refused; so is a 0-byte one unless serve --init.
+result<std::unique_ptr<store>, error_info> open_configured_store(const config& c,
+                                                                 store_open_mode mode);
 
 // "<file>: store: cannot open the <backend> store: <why>" (never the PostgreSQL URL).
 config_error store_open_error(const config& c, const error_info& why);

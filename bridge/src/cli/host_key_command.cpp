@@ -63,10 +63,9 @@ std::optional<opened_store> open_with_config_key(const std::string& path, random
                      cfg.host_key_file.c_str());
         return std::nullopt;
     }
-    error_info why;
-    auto st = open_configured_store(cfg, false, why);
+    auto st = open_configured_store(cfg, store_open_mode::check);
     if (!st) {
-        std::fprintf(stderr, "%s\n", store_open_error(cfg, why).to_string().c_str());
+        std::fprintf(stderr, "%s\n", store_open_error(cfg, st.error()).to_string().c_str());
         exit_code = 1;
         return std::nullopt;
     }

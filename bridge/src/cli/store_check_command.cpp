@@ -3,6 +3,7 @@
 // serving node too (a WAL reader sees one snapshot; the WAL is not checkpointed past it meanwhile).
 #include "cli/commands.hpp"
 #include "config/config.hpp"
+#include "store/store_backend.hpp"
 #include "store/sqlite/sqlite_check.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/wal_check.hpp"
@@ -35,14 +36,15 @@ int run_check_store(const std::vector<std::string>& args) {
     if (!loaded.errors.empty() || !loaded.value) {
         return 2;
     }
-    if (loaded.value->store.backend == store_config::backend_kind::postgres) {
+    const auto file = loaded.value->store.backend->checkable_file();
+    if (!file) {
         std::fprintf(stderr,
-                     "%s: store: check-store checks a SQLite store; PostgreSQL checks its own "
-                     "(pg_amcheck for indexes, data checksums for pages)\n",
-                     path.c_str());
+                     "%s: store: check-store checks a SQLite store; %s checks its own (%s)\n",
+                     path.c_str(), std::string(loaded.value->store.backend->backend_name()).c_str(),
+                     std::string(loaded.value->store.backend->own_checks()).c_str());
         return 2;
     }
-    const std::string db = loaded.value->store.sqlite_path;
+    const std::string db = *file;
     long max_findings = 100;
     if (auto n = p.value("max-findings"); !n.empty()) {
         char* end = nullptr;

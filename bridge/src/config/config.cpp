@@ -1,6 +1,7 @@
 #include "config/config.hpp"
 
 #include "config/config_reader.hpp"
+#include "store/store_backend.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -81,7 +82,7 @@ config_load_result parse_config(std::string_view text, const std::string& file_n
     c.file = file_name;
     c.base_dir = fs::absolute(base_dir).lexically_normal();
     c.host_key_file = r.resolve("var/host.key");
-    c.store.sqlite_path = r.resolve("var/wopbridge.db");
+    c.store.backend = store_backends().front().read(r, YAML::Node(YAML::NodeType::Undefined));
     if (!root.IsMap()) {
         if (root.IsNull() || !root.IsDefined()) {
             r.error(YAML::Mark(), "the file is empty (expected a mapping of settings)");
@@ -185,7 +186,7 @@ bridge_settings make_bridge_settings(const config& c) {
     s.default_retry = c.delivery.retry;
     s.default_breaker = c.delivery.breaker;
     s.dedup_retention_ms = std::max<millis>(c.delivery.dedup_retention_ms, 24LL * 3600 * 1000);
-    s.node_timeout_ms = c.store.node_timeout_ms;
+    s.node_timeout_ms = c.store.backend->node_timeout();
     s.dead_letter_retention_days = c.dead_letter.retention_days;
     s.dead_letter_max_page_size = c.dead_letter.max_page_size;
     s.refused_signature_retention_ms = c.dead_letter.refused_signature_retention_ms;
@@ -243,10 +244,7 @@ std::string run_output_directory(const config& c) {
     if (c.runs.mode != runs_config::mode_kind::local) {
         return {};
     }
-    const fs::path beside = c.store.backend == store_config::backend_kind::sqlite
-                                ? fs::path(c.store.sqlite_path).parent_path()
-                                : c.base_dir;
-    return (beside / "run-output").string();
+    return (c.store.backend->node_files_directory(c) / "run-output").string();
 }
 
 std::unique_ptr<run_starter> make_run_starter(const config& c) {

@@ -67,15 +67,12 @@ struct api_key_config {
     std::vector<std::string> scopes;
 };
 
+class configured_store; // store/store_backend.hpp
+
 struct store_config {
-    enum class backend_kind { sqlite, postgres } backend = backend_kind::sqlite;
-    std::string sqlite_path;  // absolute
-    int sqlite_path_line = 0; // where store.sqlite.path is set (0: the default is used)
-    int sqlite_path_column = 0;
-    millis sqlite_commit_window_ms = 1; // store.sqlite.commitWindow (sqlite_options)
-    bool sqlite_quick_startup_check = false; // store.sqlite.startupCheck: quick (default integrity)
-    std::string postgres_url; // may hold credentials: never log
-    millis node_timeout_ms = 10000; // store.postgres.nodeTimeout: a silent node's claims are freed
+    // The backend named under `store:` (the first registered, sqlite, when the section is absent)
+    // with the settings the file gave it. Callers ask it; none branches on which backend it is.
+    std::shared_ptr<const configured_store> backend;
 };
 
 struct runs_config {

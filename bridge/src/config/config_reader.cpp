@@ -79,6 +79,11 @@ bool reader::expect_seq(const YAML::Node& n, const std::string& path) {
 }
 
 void reader::check_keys(const YAML::Node& map, const std::string& path, key_list allowed) {
+    check_keys(map, path, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+void reader::check_keys(const YAML::Node& map, const std::string& path,
+                        std::span<const std::string_view> allowed) {
     for (auto it = map.begin(); it != map.end(); ++it) {
         if (!it->first.IsScalar()) {
             error(it->first.Mark(), path + ": keys must be plain strings");

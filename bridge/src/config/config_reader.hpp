@@ -1,7 +1,8 @@
 #pragma once
 // The YAML side of config loading (config.cpp): a reader that turns nodes into typed values and
 // collects every refusal as "file:line:col: key.path: message", and the section readers that fill
-// `config` with it. Internal to config/: nothing outside includes this.
+// `config` with it. Internal to config/ and the store backends' section readers
+// (store/<backend>/<backend>_backend.cpp).
 
 #include "config/config.hpp"
 
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +43,8 @@ public:
     bool expect_seq(const YAML::Node& n, const std::string& path);
 
     void check_keys(const YAML::Node& map, const std::string& path, key_list allowed);
+    void check_keys(const YAML::Node& map, const std::string& path,
+                    std::span<const std::string_view> allowed);
 
     static std::string join(const std::string& path, std::string_view key);
 

@@ -1,5 +1,6 @@
 // The config file's sections other than connectors and subscriptions (config_subscriptions.cpp).
 #include "config/config_reader.hpp"
+#include "store/store_backend.hpp"
 
 #include "contract/retry_schedule.hpp"
 
@@ -179,60 +180,30 @@ void read_auth(reader& r, const YAML::Node& n, config& c) {
     }
 }
 
+// The section names a registered backend, which reads its own settings (store/store_backend.hpp).
 void read_store(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_map(n, "store")) {
         return;
     }
-    r.check_keys(n, "store", {"sqlite", "postgres"});
-    YAML::Node sq = n["sqlite"];
-    YAML::Node pg = n["postgres"];
-    if (reader::present(sq) && reader::present(pg)) {
-        r.error(n.Mark(), "store: set either sqlite or postgres, not both");
-        return;
+    std::vector<std::string_view> names;
+    for (const auto& b : store_backends()) {
+        names.push_back(b.name);
     }
-    if (reader::present(pg)) {
-        c.store.backend = store_config::backend_kind::postgres;
-        if (r.expect_map(pg, "store.postgres")) {
-            r.check_keys(pg, "store.postgres", {"url", "nodeTimeout"});
-            // Past this silence a node's claims are freed for the others: at least a few beats.
-            r.duration(pg, "nodeTimeout", "store.postgres", c.store.node_timeout_ms, 3000);
-            std::string url;
-            if (r.str(pg, "url", "store.postgres", url, true, true)) {
-                if (url.rfind("postgresql://", 0) != 0 && url.rfind("postgres://", 0) != 0) {
-                    r.error(pg["url"].Mark(), "store.postgres.url: expected a postgresql:// URL");
-                } else {
-                    c.store.postgres_url = url;
-                }
-            }
+    r.check_keys(n, "store", names);
+    const store_backend* chosen = nullptr;
+    for (const auto& b : store_backends()) {
+        if (!reader::present(n[std::string(b.name)])) {
+            continue;
         }
-        return;
+        if (chosen != nullptr) {
+            r.error(n.Mark(), "store: set either " + std::string(chosen->name) + " or " +
+                                  std::string(b.name) + ", not both");
+            return;
+        }
+        chosen = &b;
     }
-    if (reader::present(sq) && r.expect_map(sq, "store.sqlite")) {
-        r.check_keys(sq, "store.sqlite", {"path", "commitWindow", "startupCheck"});
-        std::string check;
-        if (r.str(sq, "startupCheck", "store.sqlite", check, false, false)) {
-            if (check == "quick") {
-                c.store.sqlite_quick_startup_check = true;
-            } else if (check != "integrity") {
-                r.error(sq["startupCheck"].Mark(),
-                        "store.sqlite.startupCheck: expected integrity (every index checked "
-                        "against its table, the default) or quick (pages only, about a tenth "
-                        "of the time)");
-            }
-        }
-        // Longer than a fraction of the 2xx latency budget buys nothing more: the batch fills.
-        if (r.duration(sq, "commitWindow", "store.sqlite", c.store.sqlite_commit_window_ms) &&
-            c.store.sqlite_commit_window_ms > 50) {
-            r.error(sq["commitWindow"].Mark(),
-                    "store.sqlite.commitWindow: at most 50ms (every acknowledgement waits for it "
-                    "under load; 0 turns it off)");
-        }
-        std::string p;
-        if (r.str(sq, "path", "store.sqlite", p, false, true)) {
-            c.store.sqlite_path = r.resolve(p);
-            c.store.sqlite_path_line = sq["path"].Mark().line + 1;
-            c.store.sqlite_path_column = sq["path"].Mark().column + 1;
-        }
+    if (chosen != nullptr) {
+        c.store.backend = chosen->read(r, n[std::string(chosen->name)]);
     }
 }
 

@@ -1,5 +1,8 @@
 #include "core/error.hpp"
 
+#include <boost/system/system_error.hpp>
+#include <boost/throw_exception.hpp>
+
 namespace wopbridge {
 namespace {
 class bridge_category_impl final : public boost::system::error_category {
@@ -29,5 +32,9 @@ public:
 const boost::system::error_category& bridge_category() noexcept {
     static const bridge_category_impl instance;
     return instance;
+}
+
+void throw_exception_from_error(const error_info& e, const boost::source_location& where) {
+    boost::throw_exception(boost::system::system_error(make_error_code(e.code), e.message), where);
 }
 } // namespace wopbridge

@@ -33,14 +33,20 @@ inline boost::system::error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), bridge_category()};
 }
 
-template <class T>
-using result = boost::system::result<T>;
+// result<T>: a value or an error code. result<T, error_info> (or another typed error) where the
+// caller needs the reason as well as the kind, instead of an out-parameter string.
+template <class T, class E = boost::system::error_code>
+using result = boost::system::result<T, E>;
 
 // An error code plus a human message. The message never contains secrets or inbound content.
 struct error_info {
     errc code = errc::internal;
     std::string message;
 };
+
+// What result<T, error_info>::value() throws on an error (found by argument-dependent lookup).
+[[noreturn]] void throw_exception_from_error(const error_info& e,
+                                             const boost::source_location& where);
 
 } // namespace wopbridge
 

@@ -81,11 +81,9 @@ void http_api::create_subscription(context& ctx) {
     std::optional<subscription> attached;
     if (!req.connector.empty()) {
         req.accept_before_write = [&](const subscription& candidate) -> result<void> {
-            if (auto ok = router_->attach(candidate, refused_why); !ok) {
-                if (refused_why.empty()) {
-                    refused_why = "no reason given";
-                }
-                return ok.error();
+            if (auto ok = router_->attach(candidate); !ok) {
+                refused_why = ok.error().message.empty() ? "no reason given" : ok.error().message;
+                return make_error_code(ok.error().code);
             }
             attached = candidate;
             return {};

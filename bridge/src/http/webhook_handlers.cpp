@@ -110,18 +110,13 @@ void http_api::create_webhook(context& ctx) {
         }
         req.standard_secret = std::string(secret->as_string());
     }
-    std::string why;
-    auto r = d->register_webhook(req, why);
+    auto r = d->register_webhook(req);
     if (!r) {
-        if (r.error() == errc::invalid_argument) {
-            std::string field = why.rfind("url", 0) == 0      ? "url"
-                                : why.rfind("events", 0) == 0 ? "events"
-                                : why.rfind("secret", 0) == 0 ? "secret"
-                                                              : "body";
-            ctx.sink->send(validation_error(field, why));
+        if (!r.error().field.empty()) {
+            ctx.sink->send(validation_error(r.error().field, r.error().message));
             return;
         }
-        reply_error(ctx, r.error());
+        reply_error(ctx, r.error().code);
         return;
     }
     // The one response that ever carries the secret.

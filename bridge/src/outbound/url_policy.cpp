@@ -156,11 +156,10 @@ bool is_forbidden_address(std::string_view ip) {
     return true;
 }
 
-result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopback_http,
-                                         std::string& why) {
-    auto refuse = [&](const char* reason) -> result<webhook_target> {
-        why = reason;
-        return make_error_code(errc::invalid_argument);
+result<webhook_target, error_info> check_webhook_url(std::string_view url,
+                                                     bool allow_loopback_http) {
+    auto refuse = [](const char* reason) -> result<webhook_target, error_info> {
+        return error_info{errc::invalid_argument, reason};
     };
     auto parsed = boost::urls::parse_absolute_uri(url);
     if (!parsed) {
@@ -235,8 +234,8 @@ result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopba
     return t;
 }
 
-result<std::string> resolve_validated(const webhook_target& t, bool allow_loopback_http,
-                                      std::string& why) {
+result<std::string, error_info> resolve_validated(const webhook_target& t,
+                                                  bool allow_loopback_http) {
     auto allowed = [&](const std::string& ip) {
         if (allow_loopback_http && t.scheme == "http" && t.host_is_ip && ip == "127.0.0.1") {
             return true;
@@ -245,8 +244,7 @@ result<std::string> resolve_validated(const webhook_target& t, bool allow_loopba
     };
     if (t.host_is_ip) {
         if (!allowed(t.host)) {
-            why = "address-refused";
-            return make_error_code(errc::invalid_argument);
+            return error_info{errc::invalid_argument, "address-refused"};
         }
         return t.host;
     }
@@ -255,8 +253,7 @@ result<std::string> resolve_validated(const webhook_target& t, bool allow_loopba
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
     if (getaddrinfo(t.host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) {
-        why = "dns-failure";
-        return make_error_code(errc::transient_failure);
+        return error_info{errc::transient_failure, "dns-failure"};
     }
     std::vector<std::string> addresses;
     for (auto* p = res; p != nullptr; p = p->ai_next) {
@@ -274,15 +271,13 @@ result<std::string> resolve_validated(const webhook_target& t, bool allow_loopba
     }
     freeaddrinfo(res);
     if (addresses.empty()) {
-        why = "dns-failure";
-        return make_error_code(errc::transient_failure);
+        return error_info{errc::transient_failure, "dns-failure"};
     }
     // Every address must pass: a name that resolves to one public and one private address is
     // refused, so a rebinding answer cannot slip a private one in.
     for (const auto& a : addresses) {
         if (!allowed(a)) {
-            why = "address-refused";
-            return make_error_code(errc::invalid_argument);
+            return error_info{errc::invalid_argument, "address-refused"};
         }
     }
     return addresses.front();

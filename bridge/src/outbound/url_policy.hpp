@@ -21,17 +21,18 @@ struct webhook_target {
     bool host_is_ip = false;
 };
 
-// Checks a subscriber URL. invalid_argument (with a content-free reason in `why`) when refused.
-result<webhook_target> check_webhook_url(std::string_view url, bool allow_loopback_http,
-                                         std::string& why);
+// Checks a subscriber URL. invalid_argument, with a content-free reason, when refused.
+result<webhook_target, error_info> check_webhook_url(std::string_view url,
+                                                     bool allow_loopback_http);
 
 // True when a literal IPv4/IPv6 address is one the policy refuses (127/8 is refused here; the
 // loopback exception is applied by the callers). Unparsable text counts as forbidden.
 bool is_forbidden_address(std::string_view ip);
 
 // Resolves the target's host and validates every address; returns the address to connect to.
-// invalid_argument when any address is refused or nothing resolves.
-result<std::string> resolve_validated(const webhook_target& t, bool allow_loopback_http,
-                                      std::string& why);
+// invalid_argument ("address-refused") when any address is refused, transient_failure
+// ("dns-failure") when nothing resolves: the message is the attempt's recorded reason.
+result<std::string, error_info> resolve_validated(const webhook_target& t,
+                                                  bool allow_loopback_http);
 
 } // namespace wopbridge::outbound

@@ -274,14 +274,13 @@ struct webhook_dispatcher::impl {
             return fail("url-unavailable");
         }
         w->url = std::move(*url);
-        std::string why;
-        auto target = check_webhook_url(w->url, opts.allow_loopback_http, why);
+        auto target = check_webhook_url(w->url, opts.allow_loopback_http);
         if (!target) {
             return fail("address-refused");
         }
-        auto address = resolve_validated(*target, opts.allow_loopback_http, why);
+        auto address = resolve_validated(*target, opts.allow_loopback_http);
         if (!address) {
-            return fail(why);
+            return fail(address.error().message);
         }
 
         auto t = std::make_unique<transfer>();
@@ -424,38 +423,36 @@ webhook_dispatcher::~webhook_dispatcher() { stop(); }
 
 const dispatcher_options& webhook_dispatcher::options() const noexcept { return impl_->opts; }
 
-result<webhook_registered> webhook_dispatcher::register_webhook(const webhook_registration& req,
-                                                                std::string& why) {
+result<webhook_registered, registration_error>
+webhook_dispatcher::register_webhook(const webhook_registration& req) {
     auto& m = *impl_;
+    auto refuse = [](std::string field, std::string message) {
+        return registration_error{make_error_code(errc::invalid_argument), std::move(field),
+                                  std::move(message)};
+    };
     if (req.tenant.empty()) {
-        why = "tenant is required";
-        return make_error_code(errc::invalid_argument);
+        return refuse("tenant", "tenant is required");
     }
     if (req.events.empty()) {
-        why = "events must be a non-empty array of run event types";
-        return make_error_code(errc::invalid_argument);
+        return refuse("events", "events must be a non-empty array of run event types");
     }
     for (const auto& e : req.events) {
         if (!valid_event_type(e)) {
-            why = "events must hold run event types";
-            return make_error_code(errc::invalid_argument);
+            return refuse("events", "events must hold run event types");
         }
     }
     if (req.url.size() > 2048) {
-        why = "url is too long";
-        return make_error_code(errc::invalid_argument);
+        return refuse("url", "url is too long");
     }
-    auto target = check_webhook_url(req.url, m.opts.allow_loopback_http, why);
-    if (!target) {
-        return target.error();
+    if (auto target = check_webhook_url(req.url, m.opts.allow_loopback_http); !target) {
+        return refuse("url", target.error().message);
     }
     if (!req.standard_secret.empty()) {
         auto key = req.standard_secret.starts_with("whsec_")
                        ? sig::base64_decode(std::string_view(req.standard_secret).substr(6))
                        : std::nullopt;
         if (!key || key->size() < 24 || key->size() > 64) {
-            why = "secret must be a whsec_ secret of 24 to 64 bytes";
-            return make_error_code(errc::invalid_argument);
+            return refuse("secret", "secret must be a whsec_ secret of 24 to 64 bytes");
         }
     }
     unsigned char raw[32];
@@ -482,7 +479,7 @@ result<webhook_registered> webhook_dispatcher::register_webhook(const webhook_re
         stored.url = m.box.seal(w.url, m.random);
     }
     if (auto r = m.st.insert_outbound_webhook(stored); !r) {
-        return r.error();
+        return registration_error{r.error(), {}, r.error().message()};
     }
     log_line("info", "outbound.webhook.registered",
              {{"webhookId", w.id}, {"secretFingerprint", w.secret_fingerprint}});

@@ -50,6 +50,12 @@ struct webhook_registered {
     std::string secret; // 64 hex chars; returned exactly once
 };
 
+struct registration_error {
+    boost::system::error_code code;
+    std::string field; // the request's field at fault: url, events, secret, tenant; else empty
+    std::string message;
+};
+
 class webhook_dispatcher {
 public:
     webhook_dispatcher(store& st, secret_box box, clock_source& clock, random_source& random,
@@ -60,8 +66,9 @@ public:
 
     const dispatcher_options& options() const noexcept;
 
-    // invalid_argument with a content-free reason in `why` (bad URL, SSRF refusal, empty events).
-    result<webhook_registered> register_webhook(const webhook_registration& req, std::string& why);
+    // A refused field (bad URL, SSRF refusal, empty events, a short secret) is invalid_argument
+    // with the field and a content-free reason; a store failure keeps the store's code.
+    result<webhook_registered, registration_error> register_webhook(const webhook_registration& req);
     result<std::vector<outbound_webhook>> list(const std::string& tenant);
     result<outbound_webhook> get(const std::string& tenant, const std::string& id);
     result<void> remove(const std::string& tenant, const std::string& id);

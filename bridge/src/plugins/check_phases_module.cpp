@@ -24,17 +24,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Which gate a module_loader refusal belongs to.
-std::string gate_of(const std::string& message) {
-    if (message.find("missing entry symbol") != std::string::npos) {
-        return "abi.entry-symbol";
-    }
-    if (message.find("ABI major") != std::string::npos ||
-        message.find("ABI minor") != std::string::npos) {
-        return "abi.version";
-    }
-    if (message.find("invalid descriptor") != std::string::npos) {
-        return "abi.descriptor";
+// The connector-check gate a module_loader refusal belongs to.
+std::string_view gate_name(module_gate gate) {
+    switch (gate) {
+    case module_gate::entry_symbol: return "abi.entry-symbol";
+    case module_gate::abi_version: return "abi.version";
+    case module_gate::descriptor: return "abi.descriptor";
+    case module_gate::load:
+    case module_gate::settings:
+    case module_gate::other: break;
     }
     return "abi.load";
 }
@@ -187,7 +185,7 @@ void phase_describe(phase_context& c) {
     out.begin("abi.load");
     auto m = load_module(c.opt.module);
     if (!m) {
-        const std::string gate = gate_of(m.error().message);
+        const std::string_view gate = gate_name(m.error().gate);
         const std::array<std::string_view, 4> gates = {"abi.load", "abi.entry-symbol",
                                                        "abi.version", "abi.descriptor"};
         bool after = false;

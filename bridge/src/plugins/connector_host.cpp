@@ -245,11 +245,9 @@ std::vector<std::string> connector_host::connector_names() const {
     return out;
 }
 
-result<void> connector_host::attach(const subscription& sub, std::string& why) {
-    auto r = subscribe(sub);
-    if (!r) {
-        why = r.error().message;
-        return make_error_code(r.error().code);
+result<void, error_info> connector_host::attach(const subscription& sub) {
+    if (auto r = subscribe(sub); !r) {
+        return error_info{r.error().code, r.error().message};
     }
     return {};
 }

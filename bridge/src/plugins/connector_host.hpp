@@ -130,7 +130,7 @@ class connector_host final : public ingest_router {
     std::vector<std::string> sources() const override;
     std::vector<std::string> queue_backends() const override;
     std::vector<std::string> connector_names() const override;
-    result<void> attach(const subscription& sub, std::string& why) override;
+    result<void, error_info> attach(const subscription& sub) override;
     void detach(const subscription& sub) override;
 
     std::vector<connector_instance_info> instances() const;

@@ -19,9 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-module_error refuse(const std::string& path, std::string_view why,
+module_error refuse(const std::string& path, std::string_view why, module_gate gate,
                     errc code = errc::invalid_argument) {
-    return module_error{code, path + ": " + std::string(why)};
+    return module_error{code, path + ": " + std::string(why), gate};
 }
 
 bool is_path(const std::string& value) {
@@ -53,9 +53,7 @@ std::string dl_error() {
     return msg;
 }
 
-} // namespace
-
-std::string descriptor_problem(const wb_connector_descriptor* d) {
+std::string descriptor_header_problem(const wb_connector_descriptor* d) {
     if (d == nullptr) {
         return "invalid descriptor: entry returned null";
     }
@@ -64,6 +62,11 @@ std::string descriptor_problem(const wb_connector_descriptor* d) {
         return "invalid descriptor: struct_size " + std::to_string(d->struct_size) +
                " is too short";
     }
+    return {};
+}
+
+// The version gate: read only once the header (struct_size) is known to cover the version fields.
+std::string abi_problem(const wb_connector_descriptor* d) {
     if (d->abi_major != WOPBRIDGE_ABI_MAJOR) {
         return "ABI major " + std::to_string(d->abi_major) + ", host supports " +
                std::to_string(WOPBRIDGE_ABI_MAJOR);
@@ -72,6 +75,10 @@ std::string descriptor_problem(const wb_connector_descriptor* d) {
         return "ABI minor " + std::to_string(d->abi_minor) + " is newer than host's " +
                std::to_string(WOPBRIDGE_ABI_MINOR);
     }
+    return {};
+}
+
+std::string descriptor_body_problem(const wb_connector_descriptor* d) {
     if (d->struct_size < sizeof(wb_connector_descriptor)) {
         return "invalid descriptor: struct_size " + std::to_string(d->struct_size) +
                " is shorter than ABI " + std::to_string(WOPBRIDGE_ABI_MAJOR) + "." +
@@ -140,33 +147,50 @@ std::string descriptor_problem(const wb_connector_descriptor* d) {
     return {};
 }
 
+} // namespace
+
+std::string descriptor_problem(const wb_connector_descriptor* d) {
+    for (auto* check : {&descriptor_header_problem, &abi_problem, &descriptor_body_problem}) {
+        if (auto why = check(d); !why.empty()) {
+            return why;
+        }
+    }
+    return {};
+}
+
 namespace {
 
 module_result<loaded_module> open_path(const std::string& path) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
-        return refuse(path, "not found", errc::not_found);
+        return refuse(path, "not found", module_gate::load, errc::not_found);
     }
     ::dlerror();
     void* raw = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (raw == nullptr) {
-        return refuse(path, "cannot load: " + dl_error());
+        return refuse(path, "cannot load: " + dl_error(), module_gate::load);
     }
     std::shared_ptr<void> handle(raw, [](void* h) { ::dlclose(h); });
     ::dlerror();
     void* sym = ::dlsym(raw, WOPBRIDGE_ENTRY_SYMBOL);
     if (sym == nullptr) {
-        return refuse(path, "missing entry symbol " WOPBRIDGE_ENTRY_SYMBOL);
+        return refuse(path, "missing entry symbol " WOPBRIDGE_ENTRY_SYMBOL, module_gate::entry_symbol);
     }
     auto entry = reinterpret_cast<wb_entry_fn>(sym);
     const wb_connector_descriptor* d = nullptr;
     try {
         d = entry();
     } catch (...) {
-        return refuse(path, "invalid descriptor: entry function threw");
+        return refuse(path, "invalid descriptor: entry function threw", module_gate::descriptor);
     }
-    if (auto why = descriptor_problem(d); !why.empty()) {
-        return refuse(path, why);
+    if (auto why = descriptor_header_problem(d); !why.empty()) {
+        return refuse(path, why, module_gate::descriptor);
+    }
+    if (auto why = abi_problem(d); !why.empty()) {
+        return refuse(path, why, module_gate::abi_version);
+    }
+    if (auto why = descriptor_body_problem(d); !why.empty()) {
+        return refuse(path, why, module_gate::descriptor);
     }
     loaded_module m;
     m.path = path;
@@ -190,7 +214,7 @@ module_result<loaded_module> open_path(const std::string& path) {
 
 module_result<void> loaded_module::validate(std::string_view config_json) const {
     if (descriptor == nullptr) {
-        return refuse(path, "not loaded", errc::internal);
+        return refuse(path, "not loaded", module_gate::other, errc::internal);
     }
     std::array<char, 512> buf{};
     wb_status st = WB_ERR_INTERNAL;
@@ -198,7 +222,7 @@ module_result<void> loaded_module::validate(std::string_view config_json) const 
         st = descriptor->validate(wb_str{config_json.data(), config_json.size()}, buf.data(),
                                   buf.size());
     } catch (...) {
-        return refuse(path, "config rejected: validate threw");
+        return refuse(path, "config rejected: validate threw", module_gate::settings);
     }
     if (st == WB_OK) {
         return {};
@@ -209,7 +233,7 @@ module_result<void> loaded_module::validate(std::string_view config_json) const 
         reason = st == WB_ERR_INVALID ? "invalid settings"
                                       : "validate failed (status " + std::to_string(st) + ")";
     }
-    return refuse(path, "config rejected: " + reason);
+    return refuse(path, "config rejected: " + reason, module_gate::settings);
 }
 
 std::vector<std::string> default_module_dirs() {

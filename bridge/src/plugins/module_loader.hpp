@@ -18,10 +18,22 @@ struct wb_connector_descriptor;
 
 namespace wopbridge {
 
+// Which gate refused a module, in the order the loader passes them (connector-check reports the
+// gate that failed and skips the later ones).
+enum class module_gate {
+    load,         // not found, or dlopen refused it
+    entry_symbol, // no WOPBRIDGE_ENTRY_SYMBOL
+    abi_version,  // ABI major differs, or the minor is newer than the host's
+    descriptor,   // the descriptor is null, short or incomplete
+    settings,     // validate() refused the settings
+    other,        // not a loader gate (the host's own refusals)
+};
+
 // A refusal with its one-line, secret-free message.
 struct module_error {
     errc code = errc::invalid_argument;
     std::string message;
+    module_gate gate = module_gate::other;
 };
 
 [[noreturn]] inline void throw_exception_from_error(const module_error& e,

@@ -125,13 +125,12 @@ TEST_F(BridgeHostKeyTest, AStoreIsBoundToTheFirstKeyAndRefusesAnother) {
         ASSERT_TRUE(first->register_subscription(webhook_request()));
     }
     auto second = open_with_key("b.key");
-    error_info why;
-    auto bound = second->bind_host_key(why);
+    auto bound = second->bind_host_key();
     ASSERT_FALSE(bound);
-    EXPECT_EQ(bound.error(), make_error_code(errc::conflict));
-    EXPECT_THAT(why.message, HasSubstr("the host key in " + dir_.file("b.key") +
-                                       " is not a key this store opens with"));
-    EXPECT_THAT(why.message, HasSubstr("docs/guarantees/host-key.md"));
+    EXPECT_EQ(bound.error().code, errc::conflict);
+    EXPECT_THAT(bound.error().message, HasSubstr("the host key in " + dir_.file("b.key") +
+                                                 " is not a key this store opens with"));
+    EXPECT_THAT(bound.error().message, HasSubstr("docs/guarantees/host-key.md"));
     EXPECT_EQ(second->start().error(), make_error_code(errc::conflict));
     EXPECT_EQ(second->register_subscription(webhook_request()).error(),
               make_error_code(errc::conflict));

@@ -1,4 +1,7 @@
 #include "config/config.hpp"
+#include "store/postgres/postgres_backend.hpp"
+#include "store/sqlite/sqlite_backend.hpp"
+#include "store/store_backend.hpp"
 
 #include "support/temp_dir.hpp"
 
@@ -85,7 +88,8 @@ TEST_F(ConfigTest, LoadsTheFullExample) {
     ASSERT_EQ(c.api_keys.size(), 1u);
     EXPECT_EQ(c.api_keys[0].key, "key-123");
     EXPECT_EQ(c.api_keys[0].scopes.size(), 3u);
-    EXPECT_EQ(c.store.sqlite_path, d + "/var/wopbridge.db");
+    ASSERT_NE(sqlite_settings_of(c.store), nullptr);
+    EXPECT_EQ(sqlite_settings_of(c.store)->path, d + "/var/wopbridge.db");
     ASSERT_EQ(c.runs.workflows.size(), 2u);
     EXPECT_TRUE(c.runs.workflows[0].command.empty());
     EXPECT_EQ(c.runs.workflows[1].command[0], d + "/examples/quickstart/on-trigger.sh");
@@ -220,8 +224,9 @@ TEST_F(ConfigTest, UpstreamSkipsTheWorkflowCheck) {
 TEST_F(ConfigTest, PostgresStoreIsParsed) {
     auto r = parse(std::string(base) + "store: {postgres: {url: \"postgresql://u@h/db\"}}\n");
     ASSERT_TRUE(r);
-    EXPECT_EQ(r.value->store.backend, store_config::backend_kind::postgres);
-    EXPECT_EQ(r.value->store.postgres_url, "postgresql://u@h/db");
+    ASSERT_NE(postgres_settings_of(r.value->store), nullptr);
+    EXPECT_EQ(r.value->store.backend->backend_name(), "postgres");
+    EXPECT_EQ(postgres_settings_of(r.value->store)->url, "postgresql://u@h/db");
     EXPECT_EQ(make_bridge_settings(*r.value).node_timeout_ms, 10000);
     auto tuned = parse(std::string(base) +
                        "store: {postgres: {url: \"postgresql://u@h/db\", nodeTimeout: 4s}}\n");
@@ -235,13 +240,13 @@ TEST_F(ConfigTest, PostgresStoreIsParsed) {
 TEST_F(ConfigTest, SqliteCommitWindowIsParsedAndBounded) {
     auto plain = parse(std::string(base) + "store: {sqlite: {path: x.db}}\n");
     ASSERT_TRUE(plain);
-    EXPECT_EQ(plain.value->store.sqlite_commit_window_ms, 1);
+    EXPECT_EQ(sqlite_settings_of(plain.value->store)->commit_window_ms, 1);
     auto off = parse(std::string(base) + "store: {sqlite: {path: x.db, commitWindow: 0ms}}\n");
     ASSERT_TRUE(off);
-    EXPECT_EQ(off.value->store.sqlite_commit_window_ms, 0);
+    EXPECT_EQ(sqlite_settings_of(off.value->store)->commit_window_ms, 0);
     auto tuned = parse(std::string(base) + "store: {sqlite: {path: x.db, commitWindow: 3ms}}\n");
     ASSERT_TRUE(tuned);
-    EXPECT_EQ(tuned.value->store.sqlite_commit_window_ms, 3);
+    EXPECT_EQ(sqlite_settings_of(tuned.value->store)->commit_window_ms, 3);
     auto e = errors(std::string(base) + "store: {sqlite: {path: x.db, commitWindow: 1s}}\n");
     EXPECT_THAT(e, ::testing::Contains(HasSubstr("store.sqlite.commitWindow: at most 50ms")));
 }

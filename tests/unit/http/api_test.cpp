@@ -183,7 +183,7 @@ public:
     }
     std::vector<std::string> sources() const override { return {"email", "carrier-pigeon"}; }
     std::vector<std::string> connector_names() const override { return {"mail"}; }
-    result<void> attach(const subscription& sub, std::string&) override {
+    result<void, error_info> attach(const subscription& sub) override {
         attached.push_back(sub.id);
         return {};
     }
