@@ -94,14 +94,17 @@ std::optional<config_error> check_host_key_against_store(const config& c, store&
     std::error_code ec;
     if (!std::filesystem::exists(c.host_key_file, ec)) {
         auto kept = st.host_key_check();
-        if (kept && !kept->empty()) {
+        // A node sharing this key file may have created it (atomically, link(2)) and bound the
+        // store between the two reads: then the file is there now, and the bridge compares it
+        // with the store when it binds (bridge::bind_host_key).
+        if (kept && !kept->empty() && !std::filesystem::exists(c.host_key_file, ec)) {
             return at_host_key(c, c.host_key_file +
                                       " does not exist, but the store was sealed with a host key: "
                                       "restore that key file (every node of a store shares one); "
                                       "a new key would make every stored signature and dedup key "
                                       "unusable");
         }
-        return std::nullopt; // serve creates it and binds the store to it
+        return std::nullopt; // serve creates it (or opens the one just made) and binds
     }
     auto box = secret_box::load(c.host_key_file);
     if (!box) {

@@ -4,6 +4,9 @@
 // keys: the host key only wraps the store's data key.
 #include "app/bridge.hpp"
 #include "app/host_key_check.hpp"
+#include "app/preflight.hpp"
+#include "config/config.hpp"
+#include "store/store_forwarder.hpp"
 
 #include "core/secret_box.hpp"
 #include "store/store.hpp"
@@ -17,6 +20,9 @@
 
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -269,6 +275,47 @@ TEST_F(BridgeHostKeyTest, ARotatedKeyKeepsSignaturesAndDedupKeysAndRetiresTheOld
     ASSERT_TRUE(new_node->start());
     EXPECT_EQ(ingest(*new_node, reg, "msg_rotate_00000000001").status, submit_status::duplicate);
     EXPECT_EQ(ingest(*new_node, reg, "msg_rotate_00000000003").status, submit_status::accepted);
+}
+
+// serve's pre-start check on a node of a new shared store: the key file is not there yet, and
+// another node creates it and binds the store between the check's two reads (the file, then the
+// store). The file it finds then is the one every node shares: not a missing key.
+class key_made_by_another_node final : public store_forwarder {
+public:
+    key_made_by_another_node(std::unique_ptr<store> inner, std::function<void(store&)> other)
+        : store_forwarder(std::move(inner)), other_(std::move(other)) {}
+    result<std::string> host_key_check() override {
+        if (other_) {
+            std::exchange(other_, {})(*inner_);
+        }
+        return store_forwarder::host_key_check();
+    }
+
+private:
+    std::function<void(store&)> other_;
+};
+
+TEST_F(BridgeHostKeyTest, AKeyFileAnotherNodeMadeDuringThePreStartCheckIsNotMissing) {
+    {
+        std::ofstream(dir_.file("wopbridge.yaml"))
+            << "store: {sqlite: {path: bridge.db}}\nhostKeyFile: shared.key\n";
+    }
+    auto loaded = load_config(dir_.file("wopbridge.yaml"));
+    ASSERT_TRUE(loaded.value) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
+    key_made_by_another_node st(open_store(), [&](store& inner) {
+        auto shared = key("shared.key"); // made atomically, as serve makes it
+        auto bound = unlock_data_key(inner, shared, random_, true);
+        ASSERT_TRUE(bound);
+        ASSERT_EQ(bound->verdict, host_key_verdict::matches);
+    });
+    ASSERT_FALSE(std::filesystem::exists(dir_.file("shared.key")));
+    auto refused = check_host_key_against_store(*loaded.value, st);
+    EXPECT_FALSE(refused) << refused->to_string();
+    // With the file really gone, the sealed store is refused as before.
+    std::filesystem::remove(dir_.file("shared.key"));
+    auto missing = check_host_key_against_store(*loaded.value, st);
+    ASSERT_TRUE(missing);
+    EXPECT_THAT(missing->to_string(), HasSubstr("does not exist, but the store was sealed"));
 }
 
 } // namespace
