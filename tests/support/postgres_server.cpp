@@ -1,5 +1,7 @@
 #include "support/postgres_server.hpp"
 
+#include "support/eventually.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -197,14 +199,9 @@ bool postgres_server::stop() {
 }
 
 bool postgres_server::wait_ready() {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (run(client_command("pg_isready") + " -d postgres -t 2") == 0) {
-            return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50)); // poll interval, bounded above
-    }
-    return false;
+    // pg_ctl -w has waited already; after a restart the server may still be recovering.
+    return eventually([&] { return run(client_command("pg_isready") + " -d postgres -t 2") == 0; },
+                      std::chrono::seconds(30));
 }
 
 std::string postgres_server::create_database() {
