@@ -75,10 +75,6 @@ config_error settings_refusal(const config& c, const std::string& section,
 
 } // namespace
 
-std::string store_display_name(const config& c) {
-    return c.store.backend->display_name();
-}
-
 result<std::unique_ptr<store>, error_info> open_configured_store(const config& c,
                                                                  store_open_mode mode) {
     return c.store.backend->open(mode);

@@ -14,9 +14,6 @@
 
 namespace wopbridge {
 
-// "postgres" or the SQLite path: what logs may name (never the PostgreSQL URL).
-std::string store_display_name(const config& c);
-
 // Opens the configured store as `mode` says (store/store_backend.hpp). A damaged SQLite file is
 // refused; so is a 0-byte one unless serve --init.
 result<std::unique_ptr<store>, error_info> open_configured_store(const config& c,

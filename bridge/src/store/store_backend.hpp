@@ -27,6 +27,9 @@ namespace config_detail {
 class reader;
 }
 
+// How long a silent node keeps its claims unless the backend's section says otherwise.
+inline constexpr millis default_node_timeout_ms = 10000;
+
 enum class store_open_mode {
     check,      // check-config, host-key: opens an existing store, creates nothing
     serve,      // serve: creates what a first start needs (the SQLite folder)

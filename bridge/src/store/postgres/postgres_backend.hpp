@@ -3,6 +3,7 @@
 // the backend).
 
 #include "config/config.hpp"
+#include "store/store_backend.hpp"
 
 #include <string>
 
@@ -10,7 +11,7 @@ namespace wopbridge {
 
 struct postgres_store_settings {
     std::string url;                // may hold credentials: never log
-    millis node_timeout_ms = 10000; // store.postgres.nodeTimeout: a silent node's claims are freed
+    millis node_timeout_ms = default_node_timeout_ms; // store.postgres.nodeTimeout
 };
 
 // nullptr when the configured store is not PostgreSQL.

@@ -72,7 +72,7 @@ public:
         return fs::path(s_.path).parent_path();
     }
     bool one_process_per_store() const override { return true; }
-    millis node_timeout() const override { return 10000; }
+    millis node_timeout() const override { return default_node_timeout_ms; }
     std::optional<std::string> checkable_file() const override { return s_.path; }
 
 private:
