@@ -58,10 +58,10 @@ int main(int argc, char** argv) {
     sqlite_options so;
     so.path = db;
     so.group_commit_max_batch = 1024;
-    error_info why;
-    auto st = open_sqlite_store(so, why);
+    auto st = open_sqlite_store(so);
     if (!st) {
-        std::fprintf(stderr, "bench-preload: cannot open the store: %s\n", why.message.c_str());
+        std::fprintf(stderr, "bench-preload: cannot open the store: %s\n",
+                     st.error().message.c_str());
         return 1;
     }
     auto subscription = (*st)->get_subscription(sub);

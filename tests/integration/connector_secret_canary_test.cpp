@@ -204,11 +204,9 @@ class ConnectorSecretCanaryTest : public ::testing::TestWithParam<std::string> {
 
     // A row as a version that kept connector settings in clear wrote it.
     void plant_clear_row() {
-        error_info why;
-        auto st = !postgres()
-                      ? open_sqlite_store(sqlite_options{dir_.file("bridge.db")}, why)
-                      : open_postgres_store(postgres_options{pg_->url(db_)}, why);
-        ASSERT_TRUE(st) << why.message;
+        auto st = !postgres() ? open_sqlite_store(sqlite_options{dir_.file("bridge.db")})
+                              : open_postgres_store(postgres_options{pg_->url(db_)});
+        ASSERT_TRUE(st) << st.error().message;
         subscription s;
         s.id = "sub_from_before";
         s.tenant = "default";

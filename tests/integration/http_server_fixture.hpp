@@ -61,7 +61,7 @@ class HttpServerTest : public ::testing::Test {
         sqlite_options o;
         o.path = dir_.file("bridge.db");
         auto st = open_sqlite_store(o);
-        ASSERT_TRUE(st.has_value()) << st.error().message();
+        ASSERT_TRUE(st.has_value()) << st.error().message;
         auto starter = std::make_unique<testing::scripted_run_starter>(settings_.local_workflows);
         starter->set_behaviour("wf-running", behaviour::keep_running);
         starter->set_behaviour("wf-fail", behaviour::transient);

@@ -56,7 +56,7 @@ protected:
         dispatcher_.reset();
         store_.reset();
         auto s = open_sqlite_store(sqlite_options{dir_.file("bridge.db")});
-        ASSERT_TRUE(s) << s.error().message();
+        ASSERT_TRUE(s) << s.error().message;
         store_ = std::move(*s);
     }
 

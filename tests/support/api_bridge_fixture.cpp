@@ -12,7 +12,7 @@ void api_bridge_fixture::start_stack(std::unique_ptr<run_starter> starter,
     sqlite_options o;
     o.path = dir_.file("bridge.db");
     auto st = open_sqlite_store(o);
-    ASSERT_TRUE(st.has_value()) << st.error().message();
+    ASSERT_TRUE(st.has_value()) << st.error().message;
     bridge_ = std::make_unique<bridge>(settings_, std::move(*st), std::move(starter), clock_,
                                        random_);
     ASSERT_TRUE(bridge_->start().has_value());

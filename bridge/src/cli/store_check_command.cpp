@@ -60,20 +60,21 @@ int run_check_store(const std::vector<std::string>& args) {
         return 2;
     }
     int damaged = 0;
-    std::string wal_error;
-    if (auto wal = sqlite::find_wal_damage(db, wal_error)) {
-        std::printf("%s-wal: frame %u of %u fails its checksum; SQLite's recovery would discard "
-                    "the %u committed transaction(s) after it\n",
-                    db.c_str(), wal->first_bad_frame, wal->frames, wal->commits_after);
-        return 1; // opening the file now would run that recovery
-    } else if (!wal_error.empty()) {
-        std::printf("%s-wal: cannot be read: %s\n", db.c_str(), wal_error.c_str());
+    auto wal = sqlite::find_wal_damage(db);
+    if (!wal) {
+        std::printf("%s-wal: cannot be read: %s\n", db.c_str(), wal.error().message.c_str());
         return 1;
     }
-    std::string why;
-    auto c = sqlite::connection::open(db, false, 5000, why);
+    if (*wal) {
+        const auto& damage = **wal;
+        std::printf("%s-wal: frame %u of %u fails its checksum; SQLite's recovery would discard "
+                    "the %u committed transaction(s) after it\n",
+                    db.c_str(), damage.first_bad_frame, damage.frames, damage.commits_after);
+        return 1; // opening the file now would run that recovery
+    }
+    auto c = sqlite::connection::open(db, false, 5000);
     if (!c) {
-        std::printf("%s: cannot be opened: %s\n", db.c_str(), why.c_str());
+        std::printf("%s: cannot be opened: %s\n", db.c_str(), c.error().message.c_str());
         return 1;
     }
     (void)(*c)->exec("PRAGMA query_only=1");

@@ -34,6 +34,10 @@ const boost::system::error_category& bridge_category() noexcept {
     return instance;
 }
 
+errc errc_of(const boost::system::error_code& ec) noexcept {
+    return ec.category() == bridge_category() ? static_cast<errc>(ec.value()) : errc::internal;
+}
+
 void throw_exception_from_error(const error_info& e, const boost::source_location& where) {
     boost::throw_exception(boost::system::system_error(make_error_code(e.code), e.message), where);
 }

@@ -44,6 +44,9 @@ struct error_info {
     std::string message;
 };
 
+// The bridge's own code inside `ec`; internal for a code of another category.
+errc errc_of(const boost::system::error_code& ec) noexcept;
+
 // What result<T, error_info>::value() throws on an error (found by argument-dependent lookup).
 [[noreturn]] void throw_exception_from_error(const error_info& e,
                                              const boost::source_location& where);

@@ -29,32 +29,31 @@ struct opening_step {
 //   result<void> record(int version);    the schema_migrations row of a step
 //   std::string last_error();            the server's message (no parameters)
 //   void rollback();  void rollback_if_open();
-// Fails with unsupported (and a reason in `why`) when the database is newer than `steps`.
+// Fails with unsupported (and the reason) when the database is newer than `steps`.
 template <class Db>
-result<void> run_migrations(Db& db, std::span<const migration> steps,
-                            std::span<const opening_step> opening, std::string& why) {
+result<void, error_info> run_migrations(Db& db, std::span<const migration> steps,
+                                        std::span<const opening_step> opening) {
     const int latest = steps.back().version;
-    auto too_new = [&](int v) {
-        why = "database schema version " + std::to_string(v) +
-              " is newer than this build supports (" + std::to_string(latest) +
-              "); upgrade wopbridge";
+    auto too_new = [&](int v) -> error_info {
+        return {errc::unsupported, "database schema version " + std::to_string(v) +
+                                       " is newer than this build supports (" +
+                                       std::to_string(latest) + "); upgrade wopbridge"};
     };
     auto version = db.read_version();
     if (!version) {
-        why = "cannot read schema version: " + db.last_error();
-        return version.error();
+        return error_info{errc_of(version.error()),
+                          "cannot read schema version: " + db.last_error()};
     }
     if (*version > latest) {
-        too_new(*version);
-        return errc::unsupported;
+        return too_new(*version);
     }
     if (*version == latest) {
         return {};
     }
-    auto fail = [&](const char* what, boost::system::error_code ec) -> result<void> {
-        why = std::string(what) + ": " + db.last_error();
+    auto fail = [&](const char* what, boost::system::error_code ec) -> error_info {
+        error_info e{errc_of(ec), std::string(what) + ": " + db.last_error()};
         db.rollback_if_open();
-        return ec;
+        return e;
     };
     for (const auto& step : opening) {
         if (auto r = db.exec(step.sql); !r) {
@@ -67,8 +66,7 @@ result<void> run_migrations(Db& db, std::span<const migration> steps,
     }
     if (*version > latest) {
         db.rollback();
-        too_new(*version);
-        return errc::unsupported;
+        return too_new(*version);
     }
     for (const auto& m : steps) {
         if (m.version <= *version) {

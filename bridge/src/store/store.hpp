@@ -75,10 +75,9 @@ struct sqlite_options {
 };
 
 // `path` may also be an SQLite URI ("file:/var/lib/x.db?mode=ro"). Fails with store_unavailable
-// when the file cannot be opened or migrated, unsupported when its schema is newer than this build.
-result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts);
-// The same, with a human-readable reason (no secrets) in `why` on failure.
-result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why);
+// when the file cannot be opened or migrated, unsupported when its schema is newer than this build;
+// the error carries a human-readable reason (no secrets).
+result<std::unique_ptr<store>, error_info> open_sqlite_store(const sqlite_options& opts);
 
 // ---- PostgreSQL (several bridge nodes sharing one database) ------------------------------------
 
@@ -95,6 +94,6 @@ struct postgres_options {
 // store. store_unavailable when the server cannot be reached or migrated, unsupported when the
 // schema is newer than this build. A lost connection later makes calls answer store_unavailable
 // until a later call reconnects.
-result<std::unique_ptr<store>> open_postgres_store(const postgres_options& opts, error_info& why);
+result<std::unique_ptr<store>, error_info> open_postgres_store(const postgres_options& opts);
 
 } // namespace wopbridge

@@ -41,7 +41,7 @@ class BridgeTest : public ::testing::Test {
         sqlite_options o;
         o.path = dir_.file("bridge.db");
         auto st = open_sqlite_store(o);
-        ASSERT_TRUE(st.has_value()) << st.error().message();
+        ASSERT_TRUE(st.has_value()) << st.error().message;
         auto starter = std::make_unique<testing::scripted_run_starter>(
             std::vector<std::string>{"wf", "wf-fail"}, before_commit);
         starter_ = starter.get();

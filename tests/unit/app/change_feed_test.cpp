@@ -85,7 +85,7 @@ TEST(ChangeFeedTest, TheObservedStoreReportsCommittedWrites) {
     sqlite_options o;
     o.path = dir.file("bridge.db");
     auto inner = open_sqlite_store(o);
-    ASSERT_TRUE(inner) << inner.error().message();
+    ASSERT_TRUE(inner) << inner.error().message;
     change_feed feed;
     auto st = make_observed_store(std::move(*inner), nullptr, &feed);
     int acme = 0;

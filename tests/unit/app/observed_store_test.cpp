@@ -20,7 +20,7 @@ TEST(ObservedStoreTest, EventsToldForANewRunAreTheStoredOnes) {
     sqlite_options o;
     o.path = dir.file("bridge.db");
     auto inner = open_sqlite_store(o);
-    ASSERT_TRUE(inner) << inner.error().message();
+    ASSERT_TRUE(inner) << inner.error().message;
     std::vector<run_event> told;
     auto st = make_observed_store(std::move(*inner), [&](const run_event& e) { told.push_back(e); });
 

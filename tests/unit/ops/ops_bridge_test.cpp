@@ -35,7 +35,7 @@ protected:
         sqlite_options o;
         o.path = dir_.file("bridge.db");
         auto st = open_sqlite_store(o);
-        ASSERT_TRUE(st.has_value()) << st.error().message();
+        ASSERT_TRUE(st.has_value()) << st.error().message;
         auto starter = std::make_unique<testing::scripted_run_starter>(
             std::vector<std::string>{"wf", "wf-fail"}, false);
         starter_ = starter.get();

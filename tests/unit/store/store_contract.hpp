@@ -41,9 +41,9 @@ constexpr auto wait_limit = std::chrono::seconds(30);
 struct store_backend {
     std::string name;
     // Opens (or reopens: same data) the store kept in `dir`.
-    std::function<result<std::unique_ptr<store>>(const temp_dir&)> open;
+    std::function<result<std::unique_ptr<store>, error_info>(const temp_dir&)> open;
     // Makes the stored data read-only at the storage level and opens it again.
-    std::function<result<std::unique_ptr<store>>(const temp_dir&)> open_read_only;
+    std::function<result<std::unique_ptr<store>, error_info>(const temp_dir&)> open_read_only;
     // Non-empty: why this backend cannot run here (its tests skip).
     std::function<std::string()> unavailable = [] { return std::string{}; };
 };
@@ -58,7 +58,7 @@ inline store_backend sqlite_backend() {
     b.open = [](const temp_dir& dir) {
         return open_sqlite_store(sqlite_options{dir.file("bridge.db")});
     };
-    b.open_read_only = [](const temp_dir& dir) -> result<std::unique_ptr<store>> {
+    b.open_read_only = [](const temp_dir& dir) -> result<std::unique_ptr<store>, error_info> {
         std::string path = dir.file("bridge.db");
         std::filesystem::permissions(path, std::filesystem::perms::owner_read |
                                                std::filesystem::perms::group_read |
@@ -88,22 +88,19 @@ inline std::string postgres_database_for(const temp_dir& dir) {
 inline store_backend postgres_backend() {
     store_backend b;
     b.name = "postgres";
-    b.open = [](const temp_dir& dir) -> result<std::unique_ptr<store>> {
+    b.open = [](const temp_dir& dir) -> result<std::unique_ptr<store>, error_info> {
         auto* server = testing::postgres_server::shared();
-        error_info why;
-        auto s = open_postgres_store(postgres_options{server->url(postgres_database_for(dir))},
-                                     why);
-        EXPECT_TRUE(s) << why.message;
+        auto s = open_postgres_store(postgres_options{server->url(postgres_database_for(dir))});
+        EXPECT_TRUE(s) << s.error().message;
         return s;
     };
-    b.open_read_only = [](const temp_dir& dir) -> result<std::unique_ptr<store>> {
+    b.open_read_only = [](const temp_dir& dir) -> result<std::unique_ptr<store>, error_info> {
         auto* server = testing::postgres_server::shared();
         const std::string db = postgres_database_for(dir);
         // New sessions of this database can no longer write: the server-side read-only mode.
         EXPECT_TRUE(server->sql("postgres", "ALTER DATABASE " + db +
                                                 " SET default_transaction_read_only = on"));
-        error_info why;
-        return open_postgres_store(postgres_options{server->url(db)}, why);
+        return open_postgres_store(postgres_options{server->url(db)});
     };
     b.unavailable = [] {
         return testing::postgres_server::shared() == nullptr
@@ -143,7 +140,7 @@ class StoreContractTest : public ::testing::TestWithParam<store_backend> {
     void open() {
         store_.reset();
         auto s = GetParam().open(dir_);
-        ASSERT_TRUE(s) << s.error().message();
+        ASSERT_TRUE(s) << s.error().message;
         store_ = std::move(*s);
     }
 

@@ -300,7 +300,7 @@ TEST_P(StoreContractTest, ReadOnlyDatabaseAnswersStoreUnavailable) {
     add_subscription("sub_a");
     store_.reset();
     auto ro = GetParam().open_read_only(dir_);
-    ASSERT_TRUE(ro) << ro.error().message();
+    ASSERT_TRUE(ro) << ro.error().message;
     store_ = std::move(*ro);
     auto out = store_->intake_sync(make_intake("sub_a", "k", "1"));
     ASSERT_FALSE(out);

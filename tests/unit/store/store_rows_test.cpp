@@ -158,8 +158,8 @@ constexpr std::array<store_codec::opening_step, 1> opening{{{"cannot start migra
 TEST(StoreMigrationRunnerTest, AppliesOnlyNewerStepsAndCommits) {
     fake_schema db;
     db.version = 1;
-    std::string why;
-    ASSERT_TRUE(store_codec::run_migrations(db, steps, opening, why)) << why;
+    auto r = store_codec::run_migrations(db, steps, opening);
+    ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(db.ran, (std::vector<std::string>{"BEGIN", "two", "three", "COMMIT"}));
     EXPECT_EQ(db.recorded, (std::vector<int>{2, 3}));
 }
@@ -167,28 +167,26 @@ TEST(StoreMigrationRunnerTest, AppliesOnlyNewerStepsAndCommits) {
 TEST(StoreMigrationRunnerTest, CurrentDatabaseIsNotWritten) {
     fake_schema db;
     db.version = 3;
-    std::string why;
-    ASSERT_TRUE(store_codec::run_migrations(db, steps, opening, why));
+    ASSERT_TRUE(store_codec::run_migrations(db, steps, opening));
     EXPECT_TRUE(db.ran.empty());
 }
 
 TEST(StoreMigrationRunnerTest, NewerDatabaseIsUnsupported) {
     fake_schema db;
     db.version = 4;
-    std::string why;
-    auto r = store_codec::run_migrations(db, steps, opening, why);
+    auto r = store_codec::run_migrations(db, steps, opening);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error(), make_error_code(errc::unsupported));
-    EXPECT_EQ(why, "database schema version 4 is newer than this build supports (3); upgrade "
-                   "wopbridge");
+    EXPECT_EQ(r.error().code, errc::unsupported);
+    EXPECT_EQ(r.error().message, "database schema version 4 is newer than this build supports (3); upgrade "
+                                  "wopbridge");
 
     // Migrated by a newer build while this one waited for the lock.
     fake_schema raced;
     raced.version = 1;
     raced.version_under_lock = 5;
-    auto late = store_codec::run_migrations(raced, steps, opening, why);
+    auto late = store_codec::run_migrations(raced, steps, opening);
     ASSERT_FALSE(late);
-    EXPECT_EQ(late.error(), make_error_code(errc::unsupported));
+    EXPECT_EQ(late.error().code, errc::unsupported);
     EXPECT_EQ(raced.rollbacks, 1);
     EXPECT_TRUE(raced.recorded.empty());
 }
@@ -196,11 +194,10 @@ TEST(StoreMigrationRunnerTest, NewerDatabaseIsUnsupported) {
 TEST(StoreMigrationRunnerTest, FailedStepRollsBackWithReason) {
     fake_schema db;
     db.failing_sql = "two";
-    std::string why;
-    auto r = store_codec::run_migrations(db, steps, opening, why);
+    auto r = store_codec::run_migrations(db, steps, opening);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error(), make_error_code(errc::store_unavailable));
-    EXPECT_EQ(why, "migration failed: boom");
+    EXPECT_EQ(r.error().code, errc::store_unavailable);
+    EXPECT_EQ(r.error().message, "migration failed: boom");
     EXPECT_EQ(db.recorded, (std::vector<int>{1}));
     EXPECT_EQ(db.rollbacks, 1);
 }

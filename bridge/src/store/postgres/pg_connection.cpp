@@ -122,28 +122,28 @@ std::int64_t rows::int64(int row, int col) const noexcept {
     return std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
 }
 
-result<std::unique_ptr<connection>> connection::open(const std::string& url, int connect_timeout_s,
-                                                     std::string& why) {
+result<std::unique_ptr<connection>, error_info> connection::open(const std::string& url,
+                                                                 int connect_timeout_s) {
     // connect_timeout comes first so that a value in the URL wins; the URL expands in place.
     const std::string timeout = std::to_string(connect_timeout_s > 0 ? connect_timeout_s : 5);
     const char* keys[] = {"connect_timeout", "dbname", "application_name", nullptr};
     const char* values[] = {timeout.c_str(), url.c_str(), "wopbridge", nullptr};
     PGconn* c = PQconnectdbParams(keys, values, 1);
     if (c == nullptr) {
-        why = "out of memory creating a PostgreSQL connection";
-        return errc::store_unavailable;
+        return error_info{errc::store_unavailable,
+                          "out of memory creating a PostgreSQL connection"};
     }
     std::unique_ptr<connection> conn(new connection(c));
     // Server NOTICEs (e.g. "already exists, skipping") are not ours to print on stderr.
     PQsetNoticeProcessor(
         c, [](void*, const char*) {}, nullptr);
     if (PQstatus(c) != CONNECTION_OK) {
-        why = "cannot connect to PostgreSQL: " + conn->last_error();
-        return errc::store_unavailable;
+        return error_info{errc::store_unavailable,
+                          "cannot connect to PostgreSQL: " + conn->last_error()};
     }
     if (auto r = conn->configure(); !r) {
-        why = "cannot configure the PostgreSQL session: " + conn->last_error();
-        return r.error();
+        return error_info{errc::store_unavailable,
+                          "cannot configure the PostgreSQL session: " + conn->last_error()};
     }
     return conn;
 }

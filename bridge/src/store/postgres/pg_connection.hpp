@@ -121,9 +121,10 @@ struct param_list {
 
 class connection {
   public:
-    // `why` gets a reason without the URL (it may hold a password).
-    static result<std::unique_ptr<connection>> open(const std::string& url, int connect_timeout_s,
-                                                    std::string& why);
+    // On failure, store_unavailable with a reason that leaves out the URL (it may hold a
+    // password).
+    static result<std::unique_ptr<connection>, error_info> open(const std::string& url,
+                                                                int connect_timeout_s);
     ~connection();
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;

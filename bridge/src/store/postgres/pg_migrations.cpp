@@ -364,9 +364,9 @@ int latest_schema_version() noexcept {
     return migrations.back().version;
 }
 
-result<void> migrate(connection& conn, std::string& why) {
+result<void, error_info> migrate(connection& conn) {
     schema db{conn};
-    return store_codec::run_migrations(db, migrations, opening, why);
+    return store_codec::run_migrations(db, migrations, opening);
 }
 
 } // namespace wopbridge::postgres

@@ -12,6 +12,6 @@ namespace wopbridge::postgres {
 int latest_schema_version() noexcept;
 
 // Brings the database to latest_schema_version(). unsupported when the database is newer.
-result<void> migrate(connection& conn, std::string& why);
+result<void, error_info> migrate(connection& conn);
 
 } // namespace wopbridge::postgres

@@ -24,11 +24,7 @@ public:
     result<std::unique_ptr<store>, error_info> open(store_open_mode) const override {
         postgres_options po;
         po.url = s_.url;
-        error_info why;
-        if (auto st = open_postgres_store(po, why)) {
-            return std::move(*st);
-        }
-        return why;
+        return open_postgres_store(po);
     }
 
     std::filesystem::path node_files_directory(const config& c) const override {

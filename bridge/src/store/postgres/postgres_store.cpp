@@ -251,35 +251,32 @@ using namespace postgres_detail;
 
 } // namespace
 
-result<std::unique_ptr<store>> open_postgres_store(const postgres_options& opts, error_info& why) {
+result<std::unique_ptr<store>, error_info> open_postgres_store(const postgres_options& opts) {
     if (opts.url.empty()) {
-        why = {errc::invalid_argument, "store.postgres.url is empty"};
-        return errc::invalid_argument;
+        return error_info{errc::invalid_argument, "store.postgres.url is empty"};
     }
-    std::string reason;
-    auto writer = postgres::connection::open(opts.url, opts.connect_timeout_s, reason);
+    auto writer = postgres::connection::open(opts.url, opts.connect_timeout_s);
     if (!writer) {
-        why = {errc::store_unavailable, reason};
         return writer.error();
     }
-    if (auto r = postgres::migrate(**writer, reason); !r) {
-        const errc code =
-            r.error() == errc::unsupported ? errc::unsupported : errc::store_unavailable;
-        why = {code, reason};
-        return code;
+    if (auto r = postgres::migrate(**writer); !r) {
+        // A newer schema is the operator's to fix; any other failure is the server's state.
+        auto e = r.error();
+        if (e.code != errc::unsupported) {
+            e.code = errc::store_unavailable;
+        }
+        return e;
     }
     std::vector<std::unique_ptr<postgres::connection>> pool;
     for (int i = 0; i < std::max(1, opts.pool_size); ++i) {
-        auto c = postgres::connection::open(opts.url, opts.connect_timeout_s, reason);
+        auto c = postgres::connection::open(opts.url, opts.connect_timeout_s);
         if (!c) {
-            why = {errc::store_unavailable, reason};
             return c.error();
         }
         pool.push_back(std::move(*c));
     }
-    auto listener = postgres::connection::open(opts.url, opts.connect_timeout_s, reason);
+    auto listener = postgres::connection::open(opts.url, opts.connect_timeout_s);
     if (!listener) {
-        why = {errc::store_unavailable, reason};
         return listener.error();
     }
     return std::unique_ptr<store>(std::make_unique<postgres_store>(

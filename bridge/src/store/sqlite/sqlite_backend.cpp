@@ -61,11 +61,7 @@ public:
         so.commit_window_us = static_cast<int>(s_.commit_window_ms * 1000);
         so.startup_check = s_.quick_startup_check ? sqlite_startup_check::quick
                                                   : sqlite_startup_check::integrity;
-        error_info why;
-        if (auto st = open_sqlite_store(so, why)) {
-            return std::move(*st);
-        }
-        return why;
+        return open_sqlite_store(so);
     }
 
     fs::path node_files_directory(const config&) const override {

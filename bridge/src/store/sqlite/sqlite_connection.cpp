@@ -129,8 +129,8 @@ std::string statement::text(int col) const {
     return std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
-result<std::unique_ptr<connection>> connection::open(const std::string& path, bool create,
-                                                     millis busy_timeout_ms, std::string& why) {
+result<std::unique_ptr<connection>, error_info>
+connection::open(const std::string& path, bool create, millis busy_timeout_ms) {
     sqlite3* db = nullptr;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
     if (create) {
@@ -138,10 +138,10 @@ result<std::unique_ptr<connection>> connection::open(const std::string& path, bo
     }
     int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
     if (rc != SQLITE_OK) {
-        why = "cannot open database: ";
-        why += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        error_info e{errc::store_unavailable, "cannot open database: "};
+        e.message += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
         sqlite3_close_v2(db);
-        return errc::store_unavailable;
+        return e;
     }
     std::unique_ptr<connection> conn(new connection(db));
     sqlite3_extended_result_codes(db, 1);
@@ -152,8 +152,8 @@ result<std::unique_ptr<connection>> connection::open(const std::string& path, bo
         auto st = conn->prepare("PRAGMA journal_mode=WAL");
         auto r = st.step();
         if (!r || !*r || st.text(0) != "wal") {
-            why = "cannot enable WAL journal mode: " + conn->last_error();
-            return errc::store_unavailable;
+            return error_info{errc::store_unavailable,
+                              "cannot enable WAL journal mode: " + conn->last_error()};
         }
     }
     // FULL: the WAL is fsynced at every commit, so a committed intake survives power loss.
@@ -162,8 +162,7 @@ result<std::unique_ptr<connection>> connection::open(const std::string& path, bo
     if (auto r = conn->exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
                             "PRAGMA cache_size=-32768;");
         !r) {
-        why = "cannot configure connection: " + conn->last_error();
-        return r.error();
+        return error_info{errc_of(r.error()), "cannot configure connection: " + conn->last_error()};
     }
     return conn;
 }

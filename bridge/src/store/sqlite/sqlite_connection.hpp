@@ -189,8 +189,9 @@ inline result<std::optional<std::int64_t>> optional_int64(statement& st) {
 class connection {
   public:
     // Opens (creating when `create`) with WAL, synchronous=FULL, foreign keys and the busy timeout.
-    static result<std::unique_ptr<connection>> open(const std::string& path, bool create,
-                                                    millis busy_timeout_ms, std::string& why);
+    // On failure, store_unavailable (or the failing statement's code) and SQLite's reason.
+    static result<std::unique_ptr<connection>, error_info>
+    open(const std::string& path, bool create, millis busy_timeout_ms);
     ~connection();
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;

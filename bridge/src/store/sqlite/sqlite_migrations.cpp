@@ -415,20 +415,19 @@ int latest_schema_version() noexcept {
     return migrations.back().version;
 }
 
-result<void> migrate(connection& conn, std::string& why) {
+result<void, error_info> migrate(connection& conn) {
     schema db{conn};
-    return store_codec::run_migrations(db, migrations, opening, why);
+    return store_codec::run_migrations(db, migrations, opening);
 }
 
-result<void> migrate_to(connection& conn, int version, std::string& why) {
+result<void, error_info> migrate_to(connection& conn, int version) {
     if (version < 1 || version > latest_schema_version()) {
-        why = "no schema version " + std::to_string(version);
-        return errc::invalid_argument;
+        return error_info{errc::invalid_argument, "no schema version " + std::to_string(version)};
     }
     schema db{conn};
     return store_codec::run_migrations(
         db, std::span<const migration>(migrations.data(), static_cast<std::size_t>(version)),
-        opening, why);
+        opening);
 }
 
 } // namespace wopbridge::sqlite

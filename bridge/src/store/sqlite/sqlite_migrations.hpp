@@ -11,13 +11,13 @@ namespace wopbridge::sqlite {
 // The schema version this build writes.
 int latest_schema_version() noexcept;
 
-// Brings the database to latest_schema_version(). Fails with unsupported (and a reason in `why`)
-// when the file was written by a newer build; does not write when the schema is already current
+// Brings the database to latest_schema_version(). Fails with unsupported (and the reason) when
+// the file was written by a newer build; does not write when the schema is already current
 // (so a read-only file still opens).
-result<void> migrate(connection& conn, std::string& why);
+result<void, error_info> migrate(connection& conn);
 
 // Brings a database to `version` only (an earlier release's schema): for the tests that open a
 // store written by a previous release.
-result<void> migrate_to(connection& conn, int version, std::string& why);
+result<void, error_info> migrate_to(connection& conn, int version);
 
 } // namespace wopbridge::sqlite

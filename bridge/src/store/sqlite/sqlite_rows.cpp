@@ -11,13 +11,6 @@ int clamp_limit(int limit) {
     return std::clamp(limit, 1, max_page_limit);
 }
 
-errc to_errc(const boost::system::error_code& ec) {
-    if (ec.category() == bridge_category()) {
-        return static_cast<errc>(ec.value());
-    }
-    return errc::internal;
-}
-
 result<subscription> read_subscription(const statement& st) {
     return codec::read_subscription(st);
 }

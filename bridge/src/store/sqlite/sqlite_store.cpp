@@ -332,45 +332,49 @@ bool is_memory_database(const std::string& path) {
 
 } // namespace
 
-result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, error_info& why) {
+result<std::unique_ptr<store>, error_info> open_sqlite_store(const sqlite_options& opts) {
     if (opts.path.empty() || is_memory_database(opts.path)) {
-        why = {errc::invalid_argument, "an in-memory SQLite database is not durable; give a file"};
-        return errc::invalid_argument;
+        return error_info{errc::invalid_argument,
+                          "an in-memory SQLite database is not durable; give a file"};
     }
     struct stat st {};
     if (!opts.init && ::stat(opts.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
         st.st_size == 0) {
-        why = {errc::invalid_argument,
-               opts.path + " is empty (0 bytes): the database that was here is gone, or its "
-                           "creation never finished. Restore it from a backup; to start a new, "
-                           "empty store in it, run serve once with --init"};
-        return errc::invalid_argument;
+        return error_info{errc::invalid_argument,
+                          opts.path +
+                              " is empty (0 bytes): the database that was here is gone, or its "
+                              "creation never finished. Restore it from a backup; to start a "
+                              "new, empty store in it, run serve once with --init"};
     }
     if (opts.check_integrity) {
         // Before SQLite opens the file: its recovery would drop what a damaged WAL frame hides.
-        std::string wal_error;
-        auto wal = sqlite::find_wal_damage(opts.path, wal_error);
+        // A WAL that cannot be read is left to SQLite's open, which then reports it.
+        auto damage = [&] {
+            auto wal = sqlite::find_wal_damage(opts.path);
+            return wal ? *wal : std::nullopt;
+        };
+        auto wal = damage();
         if (wal) {
             // Once more: a node writing this WAL right now may have been read mid-frame.
-            wal = sqlite::find_wal_damage(opts.path, wal_error);
+            wal = damage();
         }
         if (wal) {
-            why = {errc::store_unavailable,
-                   opts.path + "-wal is damaged: " +
-                       (wal->first_bad_frame == 0
-                            ? std::string("its header fails its checksum")
-                            : "frame " + std::to_string(wal->first_bad_frame) + " of " +
-                                  std::to_string(wal->frames) + " fails its checksum") +
-                       ", and SQLite's recovery would discard the " +
-                       std::to_string(wal->commits_after) +
-                       " committed transaction(s) after it, events that were acknowledged. It "
-                       "is not opened: restore the database from a backup. To accept that loss "
-                       "(after a power cut the last of them may be one never acknowledged), let "
-                       "SQLite recover the file with `sqlite3 " +
-                       opts.path +
-                       " 'PRAGMA quick_check'` and start again "
-                       "(docs/guarantees/durable-intake.md)"};
-            return errc::store_unavailable;
+            return error_info{
+                errc::store_unavailable,
+                opts.path + "-wal is damaged: " +
+                    (wal->first_bad_frame == 0
+                         ? std::string("its header fails its checksum")
+                         : "frame " + std::to_string(wal->first_bad_frame) + " of " +
+                               std::to_string(wal->frames) + " fails its checksum") +
+                    ", and SQLite's recovery would discard the " +
+                    std::to_string(wal->commits_after) +
+                    " committed transaction(s) after it, events that were acknowledged. It "
+                    "is not opened: restore the database from a backup. To accept that loss "
+                    "(after a power cut the last of them may be one never acknowledged), let "
+                    "SQLite recover the file with `sqlite3 " +
+                    opts.path +
+                    " 'PRAGMA quick_check'` and start again "
+                    "(docs/guarantees/durable-intake.md)"};
         }
     }
     if (opts.path.rfind("file:", 0) != 0) {
@@ -382,22 +386,20 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
             ::close(fd);
         }
     }
-    std::string reason;
-    auto writer = sqlite::connection::open(opts.path, true, opts.busy_timeout_ms, reason);
+    auto writer = sqlite::connection::open(opts.path, true, opts.busy_timeout_ms);
     if (!writer) {
-        why = {to_errc(writer.error()), reason};
         return writer.error();
     }
     if (opts.check_integrity) {
         auto report = sqlite::run_check(**writer, opts.startup_check, 1);
         if (!report.ok()) {
-            why = {errc::store_unavailable,
-                   opts.path + " is damaged (" + sqlite::check_name(opts.startup_check) + ": " +
-                       (report.error.empty() ? report.findings.front() : report.error) +
-                       "). It is not served: restore it from a backup (or salvage rows with "
-                       "`sqlite3 " +
-                       opts.path + " .recover`); `wopbridge check-store` lists every finding"};
-            return errc::store_unavailable;
+            return error_info{
+                errc::store_unavailable,
+                opts.path + " is damaged (" + sqlite::check_name(opts.startup_check) + ": " +
+                    (report.error.empty() ? report.findings.front() : report.error) +
+                    "). It is not served: restore it from a backup (or salvage rows with "
+                    "`sqlite3 " +
+                    opts.path + " .recover`); `wopbridge check-store` lists every finding"};
         }
         if (report.seconds >= 1.0) {
             log_line("info", "store.checked",
@@ -405,8 +407,7 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
                       {"seconds", report.seconds}});
         }
     }
-    if (auto r = sqlite::migrate(**writer, reason); !r) {
-        why = {to_errc(r.error()), reason};
+    if (auto r = sqlite::migrate(**writer); !r) {
         return r.error();
     }
     if (opts.max_page_count > 0) {
@@ -414,33 +415,24 @@ result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts, err
         std::string pragma = "PRAGMA max_page_count=" + std::to_string(opts.max_page_count);
         if (sqlite3_exec((*writer)->handle(), pragma.c_str(), nullptr, nullptr, nullptr) !=
             SQLITE_OK) {
-            why = {errc::store_unavailable, "cannot set max_page_count"};
-            return errc::store_unavailable;
+            return error_info{errc::store_unavailable, "cannot set max_page_count"};
         }
     }
-    auto reader = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms, reason);
+    auto reader = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms);
     if (!reader) {
-        why = {to_errc(reader.error()), reason};
         return reader.error();
     }
     if (auto r = (*reader)->exec("PRAGMA query_only=1"); !r) {
-        why = {to_errc(r.error()), "cannot configure the read connection"};
-        return r.error();
+        return error_info{errc_of(r.error()), "cannot configure the read connection"};
     }
-    auto checkpointer = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms, reason);
+    auto checkpointer = sqlite::connection::open(opts.path, false, opts.busy_timeout_ms);
     if (!checkpointer) {
-        why = {to_errc(checkpointer.error()), reason};
         return checkpointer.error();
     }
     return std::unique_ptr<store>(std::make_unique<sqlite_store>(
         std::move(*writer), std::move(*reader), std::move(*checkpointer),
         opts.group_commit_max_batch, opts.checkpoint_pages,
         std::chrono::microseconds(opts.commit_window_us)));
-}
-
-result<std::unique_ptr<store>> open_sqlite_store(const sqlite_options& opts) {
-    error_info ignored;
-    return open_sqlite_store(opts, ignored);
 }
 
 } // namespace wopbridge

@@ -51,7 +51,6 @@ constexpr std::string_view deliveries_cursor = "deliveries";
 constexpr std::string_view dead_letters_cursor = "dead-letters";
 
 int clamp_limit(int limit);
-errc to_errc(const boost::system::error_code& ec);
 result<subscription> read_subscription(const statement& st);
 void bind_subscription(statement& st, const subscription& s);
 // Reads WB_DLV_COLS; the sort key (seq) is column 11.

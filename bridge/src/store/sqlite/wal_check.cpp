@@ -47,21 +47,19 @@ checksum stored(const unsigned char* p) {
 
 } // namespace
 
-std::optional<wal_damage> find_wal_damage(const std::string& db_path, std::string& error) {
+result<std::optional<wal_damage>, error_info> find_wal_damage(const std::string& db_path) {
     const std::string path = db_path + "-wal";
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         if (errno == ENOENT) {
             return std::nullopt;
         }
-        error = path + ": " + std::strerror(errno);
-        return std::nullopt;
+        return error_info{errc::store_unavailable, path + ": " + std::strerror(errno)};
     }
     std::vector<unsigned char> file((std::istreambuf_iterator<char>(in)),
                                     std::istreambuf_iterator<char>());
     if (in.bad()) {
-        error = path + ": cannot be read";
-        return std::nullopt;
+        return error_info{errc::store_unavailable, path + ": cannot be read"};
     }
     if (file.size() < header_bytes) {
         return std::nullopt; // empty or truncated: nothing recovery could replay
@@ -118,7 +116,7 @@ std::optional<wal_damage> find_wal_damage(const std::string& db_path, std::strin
     if (out.commits_after == 0) {
         return std::nullopt; // a torn tail: nothing that was committed is lost
     }
-    return out;
+    return std::optional<wal_damage>{out};
 }
 
 } // namespace wopbridge::sqlite

@@ -14,6 +14,8 @@
 // Format: https://www.sqlite.org/walformat.html (32-byte header, frames of a 24-byte header and
 // one page; checksums over 32-bit words in the byte order the magic number names).
 
+#include "core/error.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,7 +30,7 @@ struct wal_damage {
 
 // Looks at `db_path` + "-wal". nullopt when there is no WAL, when recovery would keep every
 // committed transaction in it, or when the file is not a WAL this reader knows (SQLite decides
-// then). `error` is set (and nullopt returned) only when the file exists but cannot be read.
-std::optional<wal_damage> find_wal_damage(const std::string& db_path, std::string& error);
+// then). An error (store_unavailable) only when the file exists but cannot be read.
+result<std::optional<wal_damage>, error_info> find_wal_damage(const std::string& db_path);
 
 } // namespace wopbridge::sqlite

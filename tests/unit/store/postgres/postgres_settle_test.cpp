@@ -25,9 +25,8 @@ class PostgresSettleTest : public ::testing::Test {
         }
         db_ = server_->create_database();
         ASSERT_FALSE(db_.empty());
-        error_info why;
-        auto s = open_postgres_store(postgres_options{server_->url(db_)}, why);
-        ASSERT_TRUE(s) << why.message;
+        auto s = open_postgres_store(postgres_options{server_->url(db_)});
+        ASSERT_TRUE(s) << s.error().message;
         store_ = std::move(*s);
         subscription sub;
         sub.id = "sub_a";

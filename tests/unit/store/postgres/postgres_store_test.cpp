@@ -43,9 +43,8 @@ class PostgresStoreTest : public ::testing::Test {
     }
 
     std::unique_ptr<store> open_node() {
-        error_info why;
-        auto s = open_postgres_store(postgres_options{server_->url(db_)}, why);
-        EXPECT_TRUE(s) << why.message;
+        auto s = open_postgres_store(postgres_options{server_->url(db_)});
+        EXPECT_TRUE(s) << s.error().message;
         return s ? std::move(*s) : nullptr;
     }
 
@@ -349,12 +348,11 @@ TEST_F(PostgresStoreTest, MigrationsRunOnceWhenNodesStartTogether) {
     for (int i = 0; i < nodes; ++i) {
         pool.emplace_back([&, i] {
             start.arrive_and_wait();
-            error_info why;
-            auto s = open_postgres_store(postgres_options{server_->url(fresh)}, why);
+            auto s = open_postgres_store(postgres_options{server_->url(fresh)});
             if (s) {
                 opened[i] = std::move(*s);
             } else {
-                errors[i] = why.message;
+                errors[i] = s.error().message;
             }
         });
     }
@@ -474,21 +472,19 @@ TEST_F(PostgresStoreTest, TextThatIsNotUtf8FailsAloneAsInvalidArgument) {
 
 TEST_F(PostgresStoreTest, NewerSchemaIsRefusedAsUnsupported) {
     ASSERT_TRUE(server_->sql(db_, "INSERT INTO schema_migrations VALUES (999, 0)"));
-    error_info why;
-    auto s = open_postgres_store(postgres_options{server_->url(db_)}, why);
+    auto s = open_postgres_store(postgres_options{server_->url(db_)});
     ASSERT_FALSE(s);
-    EXPECT_EQ(s.error(), errc::unsupported);
-    EXPECT_NE(why.message.find("newer"), std::string::npos);
+    EXPECT_EQ(s.error().code, errc::unsupported);
+    EXPECT_NE(s.error().message.find("newer"), std::string::npos);
 }
 
 TEST_F(PostgresStoreTest, UnreachableServerIsStoreUnavailableWithoutTheUrl) {
-    error_info why;
     postgres_options opts{"postgresql://postgres:hunter2@127.0.0.1:1/nope"};
     opts.connect_timeout_s = 2;
-    auto s = open_postgres_store(opts, why);
+    auto s = open_postgres_store(opts);
     ASSERT_FALSE(s);
-    EXPECT_EQ(s.error(), errc::store_unavailable);
-    EXPECT_EQ(why.message.find("hunter2"), std::string::npos);
+    EXPECT_EQ(s.error().code, errc::store_unavailable);
+    EXPECT_EQ(s.error().message.find("hunter2"), std::string::npos);
 }
 
 // Measurements, not assertions: round trips per accepted intake / per delivered attempt and a rough

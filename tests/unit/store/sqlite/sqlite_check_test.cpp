@@ -37,9 +37,8 @@ class SqliteCheckTest : public ::testing::Test {
     }
 
     sqlite::check_report check(sqlite_startup_check depth) {
-        std::string why;
-        auto c = sqlite::connection::open(path(), false, 1000, why);
-        EXPECT_TRUE(c) << why;
+        auto c = sqlite::connection::open(path(), false, 1000);
+        EXPECT_TRUE(c) << c.error().message;
         return c ? sqlite::run_check(**c, depth, 100) : sqlite::check_report{};
     }
 
@@ -61,13 +60,13 @@ TEST_F(SqliteCheckTest, AnIndexMissingItsRowsIsRefusedAtStartThoughQuickCheckPas
         std::string::npos)
         << full.findings.front();
 
-    error_info why;
-    auto refused = open_sqlite_store(sqlite_options{path()}, why);
+    auto refused = open_sqlite_store(sqlite_options{path()});
     ASSERT_FALSE(refused);
-    EXPECT_EQ(refused.error(), errc::store_unavailable);
-    EXPECT_NE(why.message.find("is damaged (integrity_check: row "), std::string::npos)
-        << why.message;
-    EXPECT_NE(why.message.find("wopbridge check-store"), std::string::npos) << why.message;
+    EXPECT_EQ(refused.error().code, errc::store_unavailable);
+    EXPECT_NE(refused.error().message.find("is damaged (integrity_check: row "), std::string::npos)
+        << refused.error().message;
+    EXPECT_NE(refused.error().message.find("wopbridge check-store"), std::string::npos)
+        << refused.error().message;
 
     // startupCheck: quick is the operator's choice to start faster; it serves this file.
     sqlite_options quick_start{path()};
@@ -82,9 +81,8 @@ TEST_F(SqliteCheckTest, AnIntactStoreIsOkAtEitherDepthAndFindingsAreCapped) {
     EXPECT_TRUE(open_sqlite_store(sqlite_options{path()}));
 
     ASSERT_EQ(testing::empty_an_index(path(), "deliveries_by_subscription"), "");
-    std::string why;
-    auto c = sqlite::connection::open(path(), false, 1000, why);
-    ASSERT_TRUE(c) << why;
+    auto c = sqlite::connection::open(path(), false, 1000);
+    ASSERT_TRUE(c) << c.error().message;
     auto capped = sqlite::run_check(**c, sqlite_startup_check::integrity, 2);
     EXPECT_EQ(capped.findings.size(), 2u);
 }

@@ -29,7 +29,7 @@ TEST(SqliteCheckpointTest, TheWalStaysBoundedUnderLoadAndIsTruncatedWhenIdle) {
     o.path = dir.file("bridge.db");
     o.checkpoint_pages = 64; // 256 KiB of 4 KiB pages
     auto st = open_sqlite_store(o);
-    ASSERT_TRUE(st) << st.error().message();
+    ASSERT_TRUE(st) << st.error().message;
     auto& store = **st;
     subscription s;
     s.id = "sub";

@@ -16,9 +16,8 @@ namespace {
 class SqliteConnectionTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        std::string why;
-        auto c = sqlite::connection::open(dir_.file("c.db"), true, 1000, why);
-        ASSERT_TRUE(c) << why;
+        auto c = sqlite::connection::open(dir_.file("c.db"), true, 1000);
+        ASSERT_TRUE(c) << c.error().message;
         conn_ = std::move(*c);
     }
 

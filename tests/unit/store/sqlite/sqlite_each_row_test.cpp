@@ -15,9 +15,8 @@ namespace {
 class SqliteEachRowTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        std::string why;
-        auto c = sqlite::connection::open(dir_.file("rows.db"), true, 1000, why);
-        ASSERT_TRUE(c) << why;
+        auto c = sqlite::connection::open(dir_.file("rows.db"), true, 1000);
+        ASSERT_TRUE(c) << c.error().message;
         conn_ = std::move(*c);
         ASSERT_TRUE(conn_->exec("CREATE TABLE t (n INTEGER, s TEXT); "
                                 "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');"));

@@ -22,9 +22,8 @@ class SqliteMigrationTest : public ::testing::Test {
     std::string path() const { return dir_.file("bridge.db"); }
 
     std::unique_ptr<sqlite::connection> raw(const std::string& file, bool create = false) {
-        std::string why;
-        auto c = sqlite::connection::open(file, create, 1000, why);
-        EXPECT_TRUE(c) << why;
+        auto c = sqlite::connection::open(file, create, 1000);
+        EXPECT_TRUE(c) << c.error().message;
         return c ? std::move(*c) : nullptr;
     }
 
@@ -50,8 +49,8 @@ class SqliteMigrationTest : public ::testing::Test {
         }
         auto c = raw(path(), true);
         ASSERT_TRUE(c);
-        std::string why;
-        ASSERT_TRUE(sqlite::migrate_to(*c, 9, why)) << why;
+        auto migrated = sqlite::migrate_to(*c, 9);
+        ASSERT_TRUE(migrated) << migrated.error().message;
         ASSERT_EQ(count(*c, "SELECT MAX(version) FROM schema_migrations"), 9);
         const std::string attach = "ATTACH DATABASE '" + dir_.file("donor.db") + "' AS donor";
         ASSERT_TRUE(c->exec(attach.c_str())) << c->last_error();
@@ -220,8 +219,8 @@ TEST_F(SqliteMigrationTest, SchemaTenDedupRowsBecomeTheirDeliveriesClaims) {
     {
         auto c = raw(path(), true);
         ASSERT_TRUE(c);
-        std::string why;
-        ASSERT_TRUE(sqlite::migrate_to(*c, 10, why)) << why;
+        auto migrated = sqlite::migrate_to(*c, 10);
+        ASSERT_TRUE(migrated) << migrated.error().message;
         const std::string attach = "ATTACH DATABASE '" + dir_.file("donor.db") + "' AS donor";
         ASSERT_TRUE(c->exec(attach.c_str())) << c->last_error();
         ASSERT_TRUE(c->exec("INSERT INTO subscriptions SELECT * FROM donor.subscriptions"))

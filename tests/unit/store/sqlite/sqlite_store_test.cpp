@@ -26,9 +26,8 @@ class SqliteStoreTest : public ::testing::Test {
     std::string path() const { return dir_.file("bridge.db"); }
 
     std::unique_ptr<sqlite::connection> raw() {
-        std::string why;
-        auto c = sqlite::connection::open(path(), false, 1000, why);
-        EXPECT_TRUE(c) << why;
+        auto c = sqlite::connection::open(path(), false, 1000);
+        EXPECT_TRUE(c) << c.error().message;
         return c ? std::move(*c) : nullptr;
     }
 
@@ -79,20 +78,18 @@ class SqliteStoreTest : public ::testing::Test {
 
 TEST_F(SqliteStoreTest, RefusesInMemoryDatabases) {
     for (const char* p : {":memory:", "file::memory:?cache=shared", "file:x?mode=memory", ""}) {
-        error_info why;
-        auto s = open_sqlite_store(sqlite_options{p}, why);
+        auto s = open_sqlite_store(sqlite_options{p});
         ASSERT_FALSE(s) << p;
-        EXPECT_EQ(s.error(), errc::invalid_argument) << p;
-        EXPECT_FALSE(why.message.empty());
+        EXPECT_EQ(s.error().code, errc::invalid_argument) << p;
+        EXPECT_FALSE(s.error().message.empty());
     }
 }
 
 TEST_F(SqliteStoreTest, UnopenablePathIsStoreUnavailable) {
-    error_info why;
-    auto s = open_sqlite_store(sqlite_options{dir_.file("missing-dir/bridge.db")}, why);
+    auto s = open_sqlite_store(sqlite_options{dir_.file("missing-dir/bridge.db")});
     ASSERT_FALSE(s);
-    EXPECT_EQ(s.error(), errc::store_unavailable);
-    EXPECT_EQ(why.code, errc::store_unavailable);
+    EXPECT_EQ(s.error().code, errc::store_unavailable);
+    EXPECT_FALSE(s.error().message.empty());
 }
 
 // Whatever the umask, a new store and its -wal / -shm are readable by their owner only.
@@ -136,12 +133,11 @@ TEST_F(SqliteStoreTest, RefusesNewerSchemaWithAClearReason) {
         ASSERT_TRUE(c);
         ASSERT_TRUE(c->exec("INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)"));
     }
-    error_info why;
-    auto s = open_sqlite_store(sqlite_options{path()}, why);
+    auto s = open_sqlite_store(sqlite_options{path()});
     ASSERT_FALSE(s);
-    EXPECT_EQ(s.error(), errc::unsupported);
-    EXPECT_NE(why.message.find("999"), std::string::npos) << why.message;
-    EXPECT_NE(why.message.find("newer"), std::string::npos) << why.message;
+    EXPECT_EQ(s.error().code, errc::unsupported);
+    EXPECT_NE(s.error().message.find("999"), std::string::npos) << s.error().message;
+    EXPECT_NE(s.error().message.find("newer"), std::string::npos) << s.error().message;
 }
 
 TEST_F(SqliteStoreTest, ContentIsStoredOnceInItsOwnColumn) {
@@ -208,12 +204,12 @@ TEST_F(SqliteStoreTest, FullDatabaseAnswersStoreUnavailableAndKeepsNothing) {
 
 TEST_F(SqliteStoreTest, AZeroByteFileIsRefusedUnlessInit) {
     { std::ofstream(path(), std::ios::trunc); }
-    error_info why;
-    auto refused = open_sqlite_store(sqlite_options{path()}, why);
+    auto refused = open_sqlite_store(sqlite_options{path()});
     ASSERT_FALSE(refused);
-    EXPECT_EQ(refused.error(), errc::invalid_argument);
-    EXPECT_NE(why.message.find("is empty (0 bytes)"), std::string::npos) << why.message;
-    EXPECT_NE(why.message.find("--init"), std::string::npos) << why.message;
+    EXPECT_EQ(refused.error().code, errc::invalid_argument);
+    EXPECT_NE(refused.error().message.find("is empty (0 bytes)"), std::string::npos)
+        << refused.error().message;
+    EXPECT_NE(refused.error().message.find("--init"), std::string::npos) << refused.error().message;
     sqlite_options init{path()};
     init.init = true;
     EXPECT_TRUE(open_sqlite_store(init));
@@ -259,12 +255,13 @@ TEST_F(SqliteStoreTest, ADamagedFileIsRefusedWithTheChecksFinding) {
         const std::string zeros(static_cast<std::size_t>(page_size), '\0');
         f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
     }
-    error_info why;
-    auto refused = open_sqlite_store(sqlite_options{path()}, why);
+    auto refused = open_sqlite_store(sqlite_options{path()});
     ASSERT_FALSE(refused);
-    EXPECT_EQ(refused.error(), errc::store_unavailable);
-    EXPECT_NE(why.message.find("is damaged (integrity_check: "), std::string::npos) << why.message;
-    EXPECT_NE(why.message.find("restore it from a backup"), std::string::npos) << why.message;
+    EXPECT_EQ(refused.error().code, errc::store_unavailable);
+    EXPECT_NE(refused.error().message.find("is damaged (integrity_check: "), std::string::npos)
+        << refused.error().message;
+    EXPECT_NE(refused.error().message.find("restore it from a backup"), std::string::npos)
+        << refused.error().message;
 }
 
 TEST_F(SqliteStoreTest, GroupCommitHonoursMaxBatch) {

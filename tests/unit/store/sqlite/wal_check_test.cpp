@@ -79,13 +79,18 @@ class WalCheckTest : public ::testing::Test {
     testing::temp_dir dir_;
 };
 
+// The damage found in `db`'s WAL; a WAL that cannot be read fails the test.
+std::optional<sqlite::wal_damage> damage_in(const std::string& db) {
+    auto found = sqlite::find_wal_damage(db);
+    EXPECT_TRUE(found) << found.error().message;
+    return found ? *found : std::nullopt;
+}
+
 TEST_F(WalCheckTest, NoWalAndAnIntactWalPass) {
-    std::string error;
-    EXPECT_FALSE(sqlite::find_wal_damage(dir_.file("none.db"), error));
-    EXPECT_TRUE(error.empty());
+    EXPECT_FALSE(damage_in(dir_.file("none.db")));
     const std::string copy = dir_.file("intact.db");
     make_crash_image(copy, 5);
-    EXPECT_FALSE(sqlite::find_wal_damage(copy, error)) << error;
+    EXPECT_FALSE(damage_in(copy));
     EXPECT_EQ(rows_after_recovery(copy), 5);
 }
 
@@ -95,13 +100,12 @@ TEST_F(WalCheckTest, ATornTailIsNotALoss) {
     const auto wal = copy + "-wal";
     // Half of the last frame never reached the disk.
     fs::resize_file(wal, fs::file_size(wal) - page_size_of_wal(wal) / 2);
-    std::string error;
-    EXPECT_FALSE(sqlite::find_wal_damage(copy, error)) << error;
+    EXPECT_FALSE(damage_in(copy));
     // A damaged last frame: the last transaction is one that never finished, nothing follows.
     const std::string last = dir_.file("last.db");
     make_crash_image(last, 5);
     flip_byte(last + "-wal", fs::file_size(last + "-wal") - 100);
-    EXPECT_FALSE(sqlite::find_wal_damage(last, error)) << error;
+    EXPECT_FALSE(damage_in(last));
 }
 
 TEST_F(WalCheckTest, OneByteChangedInTheFirstFrameIsFoundWithTheCommitsRecoveryWouldDrop) {
@@ -110,9 +114,8 @@ TEST_F(WalCheckTest, OneByteChangedInTheFirstFrameIsFoundWithTheCommitsRecoveryW
     const auto wal = copy + "-wal";
     const auto page = page_size_of_wal(wal);
     flip_byte(wal, 32 + 24 + page / 2); // inside the first frame's page
-    std::string error;
-    auto damage = sqlite::find_wal_damage(copy, error);
-    ASSERT_TRUE(damage) << error;
+    auto damage = damage_in(copy);
+    ASSERT_TRUE(damage);
     EXPECT_EQ(damage->first_bad_frame, 1u);
     EXPECT_EQ(damage->frames, (fs::file_size(wal) - 32) / (24 + page));
     // CREATE TABLE and the six inserts each committed after the damaged frame, except the one
@@ -124,9 +127,9 @@ TEST_F(WalCheckTest, OneByteChangedInTheFirstFrameIsFoundWithTheCommitsRecoveryW
     const auto before = fs::file_size(wal);
     sqlite_options opts;
     opts.path = copy;
-    error_info why;
-    auto st = open_sqlite_store(opts, why);
+    auto st = open_sqlite_store(opts);
     ASSERT_FALSE(st);
+    const auto& why = st.error();
     EXPECT_NE(why.message.find("-wal is damaged: frame 1 of"), std::string::npos) << why.message;
     EXPECT_NE(why.message.find("restore the database from a backup"), std::string::npos);
     EXPECT_EQ(fs::file_size(wal), before);
@@ -140,9 +143,8 @@ TEST_F(WalCheckTest, ADamagedHeaderWithCommitsAfterItIsFound) {
     const std::string copy = dir_.file("header.db");
     make_crash_image(copy, 3);
     flip_byte(copy + "-wal", 12); // the checkpoint sequence: covered by the header checksum
-    std::string error;
-    auto damage = sqlite::find_wal_damage(copy, error);
-    ASSERT_TRUE(damage) << error;
+    auto damage = damage_in(copy);
+    ASSERT_TRUE(damage);
     EXPECT_EQ(damage->first_bad_frame, 0u);
     EXPECT_GE(damage->commits_after, 3u);
 }
