@@ -189,7 +189,8 @@ bool consumer_worker::bind(std::chrono::milliseconds retry_in) {
                                          : std::string()));
     pull_ = subscription_ref(bound, natsSubscription_Destroy);
     idle_since_.reset();
-    idle_checked_ = false;
+    last_idle_check_.reset();
+    withheld_reported_ = false;
     failed_binds_ = 0;
     last_fetch_error_.clear();
     return true;
@@ -255,7 +256,8 @@ bool consumer_worker::fetch_round(std::size_t room) {
         natsMsgList_Destroy(&list);
         last_fetch_error_.clear();
         idle_since_.reset();
-        idle_checked_ = false;
+        last_idle_check_.reset();
+        withheld_reported_ = false;
         return true;
     }
     natsMsgList_Destroy(&list);
@@ -282,15 +284,15 @@ bool consumer_worker::note_idle_fetch() {
     if (!idle_since_) {
         idle_since_ = now;
     }
-    if (idle_checked_ || now - *idle_since_ < idle_check_after) {
+    if (now - last_idle_check_.value_or(*idle_since_) < idle_check_after) {
         return true;
     }
-    idle_checked_ = true;
+    last_idle_check_ = now;
     return check_idle_consumer();
 }
 
 bool consumer_worker::check_idle_consumer() {
-    // One JetStream API call per idle stretch.
+    // One JetStream API call per idle_check_after of an idle stretch.
     jsConsumerInfo* info = nullptr;
     jsErrCode code = static_cast<jsErrCode>(0);
     const auto s = js_GetConsumerInfo(&info, js_, sub_.stream.c_str(), sub_.durable.c_str(),
@@ -317,10 +319,11 @@ bool consumer_worker::check_idle_consumer() {
     }
     // Does the consumer keep messages back because its MaxAckPending is taken up by deliveries
     // nobody here holds (a member that stopped, another node)?
-    if (holding || ack_pending <= 0 ||
+    if (withheld_reported_ || holding || ack_pending <= 0 ||
         (pending == 0 && (limit <= 0 || ack_pending < limit))) {
         return true;
     }
+    withheld_reported_ = true;
     log(wopbridge::log_level::info,
         std::to_string(ack_pending) +
             " message(s) are delivered to this durable but unacknowledged and none is held here" +

@@ -118,12 +118,14 @@ class consumer_worker : public std::enable_shared_from_this<consumer_worker> {
     wopbridge::refusal_backoff backoff_;      // fetching pauses while refused
     int failed_binds_ = 0;
     std::string last_fetch_error_;
-    // Since when fetches came back empty. After a few seconds of it the consumer is looked at
-    // once per such stretch (check_idle_consumer): a durable that was deleted is bound again
-    // (a fetch from it only ever times out), and one that hands nothing out although its stream
-    // has messages says why in the log.
+    // Since when fetches came back empty. Every few seconds of it the consumer is looked at
+    // (check_idle_consumer): a durable that was deleted is bound again (a fetch from it only ever
+    // times out), and one that hands nothing out although its stream has messages says why in
+    // the log, once per stretch. Not once per stretch for the first: a durable deleted after that
+    // look, or a look that timed out on a busy broker, would leave the worker waiting for good.
     std::optional<clock::time_point> idle_since_;
-    bool idle_checked_ = false;
+    std::optional<clock::time_point> last_idle_check_;
+    bool withheld_reported_ = false;
     // False when the subscription must be bound again.
     bool note_idle_fetch();
     bool check_idle_consumer();

@@ -402,7 +402,8 @@ TEST_F(NatsModuleTest, SurvivesABrokerRestartWithoutLosingMessages) {
 }
 
 // A durable deleted under the worker (an operator's `nats consumer rm`): pulls from it only time
-// out, so the worker looks at the consumer after a few idle seconds, finds it gone and binds again,
+// out, so the worker looks at the consumer every few idle seconds, finds it gone and binds again
+// (also when its first look came before the deletion: on a loaded machine it can),
 // creating it anew. Outcomes of the messages it held from the old subscription arrive afterwards:
 // their acks go through the subscription they came from, which each held message keeps alive
 // (under ASan, a use after free here is what this test catches). Later messages flow through the
