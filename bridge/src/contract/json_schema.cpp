@@ -96,22 +96,23 @@ void schema_registry::impl::walk(const json::value& node, const std::string& out
     }
 }
 
-// Resolves an absolute URI with optional fragment to a schema location.
-// Returns nullopt with `why` set; `unresolved` tells a missing document from a bad fragment.
-std::optional<location>
+result<location, schema_registry::impl::lookup_failure>
 schema_registry::impl::lookup(const std::unordered_map<std::string, location>& map,
-                              std::string_view uri, std::string& why, bool& unresolved) const {
+                              std::string_view uri) const {
+    auto unresolved = [](std::string message) {
+        return lookup_failure{schema_error_kind::unresolved_ref, std::move(message)};
+    };
+    auto bad = [](std::string message) {
+        return lookup_failure{schema_error_kind::bad_schema, std::move(message)};
+    };
     auto [doc, fragment_raw] = split_fragment(uri);
     auto it = map.find(doc);
     if (it == map.end()) {
-        unresolved = true;
-        why = "no schema document '" + doc + "' in the registry";
-        return std::nullopt;
+        return unresolved("no schema document '" + doc + "' in the registry");
     }
     auto fragment = http::percent_decode(fragment_raw);
     if (!fragment) {
-        why = "malformed percent-encoding in fragment";
-        return std::nullopt;
+        return bad("malformed percent-encoding in fragment");
     }
     if (fragment->empty()) {
         return it->second;
@@ -119,16 +120,13 @@ schema_registry::impl::lookup(const std::unordered_map<std::string, location>& m
     if (fragment->front() != '/') {
         auto a = by_uri.find(base_of(it->second) + "#" + *fragment);
         if (a == by_uri.end()) {
-            unresolved = true;
-            why = "no anchor '" + *fragment + "' in '" + doc + "'";
-            return std::nullopt;
+            return unresolved("no anchor '" + *fragment + "' in '" + doc + "'");
         }
         return a->second;
     }
     auto tokens = pointer_tokens(*fragment);
     if (!tokens) {
-        why = "malformed JSON Pointer '" + *fragment + "'";
-        return std::nullopt;
+        return bad("malformed JSON Pointer '" + *fragment + "'");
     }
     location loc = it->second;
     for (const auto& t : *tokens) {
@@ -153,8 +151,7 @@ schema_registry::impl::lookup(const std::unordered_map<std::string, location>& m
             }
         }
         if (next == nullptr) {
-            why = "JSON Pointer '" + *fragment + "' does not exist in '" + doc + "'";
-            return std::nullopt;
+            return bad("JSON Pointer '" + *fragment + "' does not exist in '" + doc + "'");
         }
         loc.node = next;
     }
@@ -292,31 +289,24 @@ std::optional<std::pair<location, std::string>> entry_point(const schema_registr
 } // namespace
 
 bool schema_registry::contains(std::string_view ref) const {
-    std::string why;
-    bool unresolved = false;
     if (auto named = entry_point(*impl_, ref)) {
         std::string uri = impl::base_of(named->first);
-        return impl_->lookup(impl_->by_uri, uri + "#" + named->second, why, unresolved).has_value();
+        return impl_->lookup(impl_->by_uri, uri + "#" + named->second).has_value();
     }
-    return impl_->lookup(impl_->by_uri, ref, why, unresolved).has_value();
+    return impl_->lookup(impl_->by_uri, ref).has_value();
 }
 
 std::vector<validation_error> schema_registry::validate(const json::value& instance,
                                                         std::string_view ref) const {
     std::vector<validation_error> errors;
-    std::string why;
-    bool unresolved = false;
-    std::optional<location> start;
-    if (auto named = entry_point(*impl_, ref)) {
-        std::string uri = impl::base_of(named->first);
-        start = impl_->lookup(impl_->by_uri, uri + "#" + named->second, why, unresolved);
-    } else {
-        start = impl_->lookup(impl_->by_uri, ref, why, unresolved);
-    }
+    auto named = entry_point(*impl_, ref);
+    auto start =
+        named ? impl_->lookup(impl_->by_uri, impl::base_of(named->first) + "#" + named->second)
+              : impl_->lookup(impl_->by_uri, ref);
     if (!start) {
         errors.push_back(
-            {"", "", "cannot resolve schema '" + std::string(ref) + "': " + why,
-             unresolved ? schema_error_kind::unresolved_ref : schema_error_kind::bad_schema});
+            {"", "", "cannot resolve schema '" + std::string(ref) + "': " + start.error().message,
+             start.error().kind});
         return errors;
     }
     try {

@@ -165,16 +165,14 @@ bool evaluator::ref(const json::value& inst, const json::value& v, const std::st
     if (!target) {
         return bad("$ref is not a valid URI reference");
     }
-    std::string why;
-    bool unresolved = false;
-    auto loc = reg_.lookup(reg_.by_uri, *target, why, unresolved);
+    auto loc = reg_.lookup(reg_.by_uri, *target);
     if (!loc) {
-        if (unresolved) {
+        if (loc.error().kind == schema_error_kind::unresolved_ref) {
             // Reported distinctly and treated as passing: see the header.
-            report(schema_error_kind::unresolved_ref, "unresolved $ref: " + why);
+            report(schema_error_kind::unresolved_ref, "unresolved $ref: " + loc.error().message);
             return true;
         }
-        return bad("bad $ref: " + why);
+        return bad("bad $ref: " + loc.error().message);
     }
     return eval(inst, *loc, depth + 1);
 }

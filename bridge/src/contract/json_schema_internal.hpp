@@ -77,10 +77,15 @@ struct schema_registry::impl {
     // Registers embedded $id resources and $anchors below `node`.
     void walk(const boost::json::value& node, const std::string& outer_base, int depth);
 
+    // Why a URI names no schema: unresolved_ref for a document or anchor the registry lacks,
+    // bad_schema for a malformed fragment or a pointer to nothing.
+    struct lookup_failure {
+        schema_error_kind kind;
+        std::string message;
+    };
     // Resolves an absolute URI with optional fragment to a schema location.
-    // Returns nullopt with `why` set; `unresolved` tells a missing document from a bad fragment.
-    std::optional<location> lookup(const std::unordered_map<std::string, location>& map,
-                                   std::string_view uri, std::string& why, bool& unresolved) const;
+    result<location, lookup_failure> lookup(const std::unordered_map<std::string, location>& map,
+                                            std::string_view uri) const;
 
     // The base URI in effect inside `loc.node` (after its own $id).
     static std::string base_of(const location& loc);
