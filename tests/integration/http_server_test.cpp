@@ -3,6 +3,8 @@
 // stop.
 #include "http_server_fixture.hpp"
 
+#include "core/clock.hpp"
+
 #include <gtest/gtest.h>
 
 namespace wopbridge::http_server_testing::http_server_test {
@@ -81,10 +83,19 @@ TEST_F(HttpServerTest, RefusedSignaturesDeadLetterWithoutChangingTheSubscription
     EXPECT_TRUE(testing::expect_valid(v, "trigger-dead-letter-page.schema.json"));
     const auto& items = v.at("deliveries").as_array();
     ASSERT_EQ(items.size(), 3u);
+    // RFC 0232 §C: expiresAt − deadLetteredAt is the advertised retentionDays (±60 s).
+    auto caps = json::parse(call("GET", "/.well-known/openwop", "", "").body);
+    const auto days =
+        caps.at("triggerBridge").at("deadLetter").at("retentionDays").to_number<long long>();
     for (const auto& d : items) {
         EXPECT_EQ(d.at("reason").as_string(), "verification_failed");
         EXPECT_FALSE(d.as_object().contains("stateChange"));
         EXPECT_EQ(d.at("subscriptionId").as_string(), reg.id);
+        millis at = 0;
+        millis expires = 0;
+        ASSERT_TRUE(parse_iso8601(d.at("deadLetteredAt").as_string(), at));
+        ASSERT_TRUE(parse_iso8601(d.at("expiresAt").as_string(), expires));
+        EXPECT_NEAR(static_cast<double>(expires - at), days * 86400000.0, 60000.0);
     }
     EXPECT_EQ(ingest(reg, testing::fresh_webhook_id()).status, 202); // still active
 }

@@ -299,7 +299,9 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
                 box->dedup_key(sub->id, v.webhook_id.empty() ? mint("evt") : v.webhook_id);
             ref.attempt_event_id = mint("evt");
             ref.at = t;
-            ref.expires_at = t + settings.refused_signature_retention_ms;
+            // The advertised retention, as every dead letter (RFC 0232 §C: expiresAt −
+            // deadLetteredAt = retentionDays); the budget, not a shorter life, bounds the disk.
+            ref.expires_at = t + settings.dead_letter_retention_days * 24LL * 3600 * 1000;
             if (!st->record_verification_refusal(ref)) {
                 done(status_only(submit_status::unavailable, "the refusal could not be recorded"));
                 return;

@@ -21,9 +21,8 @@ struct bridge_settings {
     millis node_beat_ms = 1000;
     millis node_timeout_ms = 10000;
     int dead_letter_retention_days = 7;
-    millis refused_signature_retention_ms = 24LL * 3600 * 1000; // deadLetter.refusedSignatureRetention
-    rate_limit refused_records_per_subscription{1, 100}; // deadLetter.refusedSignatureRecords
-    rate_limit refused_records_total{5, 1000};
+    rate_limit refused_records_per_subscription{0.2, 100}; // deadLetter.refusedSignatureRecords
+    rate_limit refused_records_total{1, 1000};
     int dead_letter_max_page_size = 100;
     int max_in_flight_deliveries = 1024;
     int delivery_batch_size = 256;

@@ -189,7 +189,6 @@ bridge_settings make_bridge_settings(const config& c) {
     s.node_timeout_ms = c.store.backend->node_timeout();
     s.dead_letter_retention_days = c.dead_letter.retention_days;
     s.dead_letter_max_page_size = c.dead_letter.max_page_size;
-    s.refused_signature_retention_ms = c.dead_letter.refused_signature_retention_ms;
     s.refused_records_per_subscription = c.dead_letter.refused_records_per_subscription;
     s.refused_records_total = c.dead_letter.refused_records_total;
     s.max_in_flight_deliveries = c.delivery.max_in_flight;

@@ -95,12 +95,11 @@ struct delivery_config {
 struct dead_letter_config {
     int retention_days = 7;
     int max_page_size = 100;
-    // refusedSignatureRetention: a forged post's dead letter is evidence, not work to replay.
-    millis refused_signature_retention_ms = 24LL * 3600 * 1000;
-    // refusedSignatureRecords: how many of those dead letters a node writes, per subscription and
-    // in all; past the budget a forged post gets the same answer and is counted, not written.
-    rate_limit refused_records_per_subscription{1, 100};
-    rate_limit refused_records_total{5, 1000};
+    // refusedSignatureRecords: how many dead letters of refused signatures a node writes, per
+    // subscription and in all; past the budget a forged post gets the same answer and is counted,
+    // not written. They keep retentionDays like every dead letter (the advertised retention).
+    rate_limit refused_records_per_subscription{0.2, 100};
+    rate_limit refused_records_total{1, 1000};
 };
 
 struct attachments_config {

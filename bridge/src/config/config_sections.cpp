@@ -334,11 +334,16 @@ void read_dead_letter(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_map(n, "deadLetter")) {
         return;
     }
+    if (reader::present(n["refusedSignatureRetention"])) {
+        // Removed: a shorter life broke the advertised retention (RFC 0232 §C).
+        r.error(n["refusedSignatureRetention"].Mark(),
+                "deadLetter.refusedSignatureRetention: removed; a refused signature's dead letter "
+                "is kept deadLetter.retentionDays like every dead letter, as discovery advertises. "
+                "Delete the key; bound forged floods with deadLetter.refusedSignatureRecords");
+    }
     r.check_keys(
         n, "deadLetter",
         {"retentionDays", "maxPageSize", "refusedSignatureRetention", "refusedSignatureRecords"});
-    r.duration(n, "refusedSignatureRetention", "deadLetter",
-               c.dead_letter.refused_signature_retention_ms, 60 * 1000);
     YAML::Node records = n["refusedSignatureRecords"];
     const std::string records_path = "deadLetter.refusedSignatureRecords";
     if (reader::present(records) && r.expect_map(records, records_path)) {

@@ -169,6 +169,8 @@ TEST_F(BridgeTest, RefusedSignatureLeavesStateActiveAndDeadLettersTheRefusal) {
         EXPECT_FALSE(d.caused_state_change.has_value());
         EXPECT_EQ(d.attempt.outcome, attempt_outcome::dead_lettered);
         EXPECT_EQ(d.attempt.dedup_key.rfind("dk_", 0), 0u);
+        // The advertised retention, as every dead letter (RFC 0232 §C).
+        EXPECT_EQ(d.expires_at - d.dead_lettered_at, 7LL * 24 * 3600 * 1000);
     }
     auto evs = bridge_->seam_events("acme", reg.record.id).value();
     for (const auto& e : evs) {

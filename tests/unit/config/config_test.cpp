@@ -450,9 +450,9 @@ TEST_F(ConfigTest, ReadsDeliveryThroughputAndPerSubscriptionConcurrency) {
 TEST_F(ConfigTest, ReadsTheRefusedSignatureRecordBudget) {
     auto d = parse("server: {}\n");
     ASSERT_TRUE(d);
-    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_per_subscription.rate, 1);
+    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_per_subscription.rate, 0.2);
     EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_per_subscription.burst, 100);
-    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_total.rate, 5);
+    EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_total.rate, 1);
     EXPECT_DOUBLE_EQ(d.value->dead_letter.refused_records_total.burst, 1000);
     auto c = parse("deadLetter: {refusedSignatureRecords: {perSubscription: {rate: 0.5, burst: 7},"
                    " total: off}}\n");
@@ -465,6 +465,11 @@ TEST_F(ConfigTest, ReadsTheRefusedSignatureRecordBudget) {
                 ::testing::Contains(HasSubstr("deadLetter.refusedSignatureRecords.total.rate")));
     EXPECT_THAT(errors("deadLetter: {refusedSignatureRecords: {perAddress: off}}\n"),
                 ::testing::Contains(HasSubstr("unknown key 'perAddress'")));
+    // A shorter life for refused signatures broke the advertised retention; it is refused.
+    EXPECT_THAT(errors("deadLetter: {refusedSignatureRetention: 24h}\n"),
+                ::testing::Contains(::testing::AllOf(
+                    HasSubstr("test.yaml:1:"), HasSubstr("deadLetter.refusedSignatureRetention: removed"),
+                    HasSubstr("retentionDays"))));
 }
 
 TEST_F(ConfigTest, RefusesBadRateLimits) {
