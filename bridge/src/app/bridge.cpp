@@ -45,7 +45,11 @@ result<void> bridge::apply_config_subscriptions(const std::vector<subscription>&
         return keyed.error();
     }
     std::set<std::string> in_file;
+    std::map<std::string, std::string> providers;
     for (auto sub : subs) {
+        if (!sub.provider.empty()) {
+            providers[sub.id] = sub.provider;
+        }
         if (sub.id.empty() || sub.workflow_id.empty()) {
             return make_error_code(errc::invalid_argument);
         }
@@ -91,6 +95,10 @@ result<void> bridge::apply_config_subscriptions(const std::vector<subscription>&
         if (!r && r.error() != make_error_code(errc::not_found)) {
             return r.error();
         }
+    }
+    {
+        wopbridge::lock_guard lock(m.mutex);
+        m.providers_by_subscription = std::move(providers);
     }
     m.refresh_schedules();
     m.engine->notify();

@@ -186,6 +186,14 @@ struct bridge::impl final : run_lifecycle_sink {
     // Run ids reserved by accepted submissions whose delivery has not settled yet (run id ->
     // tenant): a poll that arrives before run.started is committed waits instead of answering 404.
     std::map<std::string, std::string> reserved_runs GUARDED_BY(mutex);
+    // The config file's subscriptions with `provider:` (subscription id -> catalogue name).
+    std::map<std::string, std::string> providers_by_subscription GUARDED_BY(mutex);
+
+    std::string provider_of(const std::string& subscription_id) EXCLUDES(mutex) {
+        wopbridge::lock_guard lock(mutex);
+        auto it = providers_by_subscription.find(subscription_id);
+        return it == providers_by_subscription.end() ? std::string() : it->second;
+    }
     struct watcher {
         std::string run_id;
         std::int64_t after = -1;

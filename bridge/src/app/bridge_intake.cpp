@@ -1,6 +1,7 @@
 // Inbound events: impl::submit and webhook ingest (verification, dedup keys, intake commits),
 // their metrics (declared here, rendered by metrics_text) and the attempt log line.
 #include "app/bridge_impl.hpp"
+#include "intake/provider_verify.hpp"
 
 #include <future>
 #include <set>
@@ -288,7 +289,11 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
             secrets = intake::split_secrets(*plain);
         }
     }
-    auto v = intake::verify_webhook(sub->verification, secrets, req, t / 1000);
+    const auto provider_name = provider_of(sub->id);
+    const auto* provider = provider_name.empty() ? nullptr : providers::find(provider_name);
+    auto v = provider != nullptr
+                 ? intake::verify_provider(*provider, sub->verification, secrets, req, t / 1000)
+                 : intake::verify_webhook(sub->verification, secrets, req, t / 1000);
     if (v.refused) {
         // Recorded within the budget (RFC 0230 §C.1: a malformed post is a refused ingest too);
         // past it answered alike, counted and not written, so a flood cannot fill the disk.
@@ -321,7 +326,9 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
     s.provider_event_id = v.webhook_id;
     s.received_at = t;
     s.verified = v.verified;
-    s.content_json = intake::webhook_content_json(req);
+    s.content_json = provider != nullptr
+                         ? intake::webhook_content_json(req, intake::provider_headers(*provider))
+                         : intake::webhook_content_json(req);
     commit_intake(s, *sub, hold, counted(sub->id, std::move(submitted)));
 }
 

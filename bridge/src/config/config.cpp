@@ -221,6 +221,7 @@ std::vector<subscription> make_subscriptions(const config& c, std::map<std::stri
         s.retry = sc.retry.value_or(c.delivery.retry);
         s.breaker = c.delivery.breaker;
         s.verification = sc.verification;
+        s.provider = sc.provider;
         s.schedule = sc.schedule;
         s.connector = sc.connector;
         s.connector_settings_json = sc.settings_json;

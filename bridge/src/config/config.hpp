@@ -145,6 +145,7 @@ struct subscription_config {
     bool dedup = true;
     std::optional<schedule_spec> schedule;
     std::string signing_secret;        // secret: never log
+    std::string provider;              // a catalogue entry (bridge/providers/); empty: Standard Webhooks
     std::string settings_json = "{}";  // connector settings for this subscription
     settings_positions settings_at;
     int line = 0;                      // where it was declared

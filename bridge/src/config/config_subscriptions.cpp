@@ -1,11 +1,58 @@
 // `connectors:` and `subscriptions:`, which name each other and runs.local.workflows.
 #include "config/config_reader.hpp"
 
+#include "intake/provider_catalogue.hpp"
+#include "intake/webhook_intake.hpp"
 #include "schedule/cron.hpp"
 
 #include <set>
 
 namespace wopbridge::config_detail {
+namespace {
+
+// provider: a catalogue entry; the subscription's secret(s) must have the entry's shape.
+void read_provider(reader& r, const YAML::Node& s, const std::string& path, subscription_config& sc) {
+    if (!reader::present(s["provider"]) || !r.str(s, "provider", path, sc.provider, false, true)) {
+        return;
+    }
+    const auto* p = providers::find(sc.provider);
+    if (p == nullptr) {
+        std::string known;
+        for (const auto& n : providers::names()) {
+            known += (known.empty() ? "" : ", ") + n;
+        }
+        r.error(s["provider"].Mark(), path + ".provider: unknown provider '" + sc.provider +
+                                          "' (the catalogue has: " + known + ")");
+        sc.provider.clear();
+        return;
+    }
+    if (sc.source != source_kind::webhook || !sc.connector.empty()) {
+        r.error(s["provider"].Mark(),
+                path + ".provider: only for source: webhook without a connector");
+        return;
+    }
+    if (sc.verification == verification_mode::none) {
+        return;
+    }
+    if (sc.signing_secret.empty()) {
+        r.error(s["provider"].Mark(), path + ".signingSecret: provider " + sc.provider +
+                                          " needs it: " + p->secret_describe);
+        return;
+    }
+    int n = 0;
+    for (const auto& secret : intake::split_secrets(sc.signing_secret)) {
+        ++n;
+        if (!providers::secret_fits(*p, secret)) {
+            // The value is a secret: its place and the expected shape only.
+            r.error(s["signingSecret"].Mark(),
+                    path + ".signingSecret: secret " + std::to_string(n) + " is not of the shape " +
+                        sc.provider + " uses: " + p->secret_describe +
+                        " (several, for a rotation, separated by spaces or commas)");
+        }
+    }
+}
+
+} // namespace
 
 void read_connectors(reader& r, const YAML::Node& n, config& c) {
     if (!r.expect_seq(n, "connectors")) {
@@ -56,7 +103,7 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
         r.check_keys(s, path,
                      {"id", "tenant", "source", "connector", "workflowId", "schedule",
                       "verification", "signingSecret", "retryPolicy", "dedup", "settings",
-                      "whenNotActive", "rateLimit", "maxConcurrency", "ordering"});
+                      "whenNotActive", "rateLimit", "maxConcurrency", "ordering", "provider"});
         subscription_config sc;
         sc.line = s.Mark().line + 1;
         sc.column = s.Mark().column + 1;
@@ -124,6 +171,7 @@ void read_subscriptions(reader& r, const YAML::Node& n, config& c) {
             }
         }
         r.str(s, "signingSecret", path, sc.signing_secret, true);
+        read_provider(r, s, path, sc);
         if (reader::present(s["retryPolicy"])) {
             retry_policy rp = c.delivery.retry;
             std::size_t before = r.errors.size();

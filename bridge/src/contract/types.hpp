@@ -90,6 +90,9 @@ struct subscription {
 
     // Webhook source.
     std::string webhook_id;
+    // provider: a catalogue entry (bridge/providers/) that verifies this subscription's requests;
+    // empty: Standard Webhooks. Declared in the config file only, so held in memory, not stored.
+    std::string provider;
     std::string secret_fingerprint; // <= 32 chars, host-keyed, truncated
     std::string sealed_secret;      // AES-GCM sealed signing secret(s); never leaves the store/intake
 

@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <array>
 
 namespace wopbridge::intake {
@@ -80,10 +81,12 @@ webhook_verification verify_webhook(verification_mode mode, const std::vector<st
     return v;
 }
 
-std::string webhook_content_json(const inbound_http_request& req) {
+std::string webhook_content_json(const inbound_http_request& req,
+                                 const std::vector<std::string>& also) {
     json::object headers;
     for (const auto& [k, v] : req.headers) {
-        if (header_allowed(k) && !headers.contains(k)) {
+        const bool named = std::find(also.begin(), also.end(), k) != also.end();
+        if ((named || header_allowed(k)) && !headers.contains(k)) {
             headers[k] = wopbridge::json::lossy_utf8(v);
         }
     }

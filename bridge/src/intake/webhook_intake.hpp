@@ -31,8 +31,10 @@ std::vector<std::string> split_secrets(std::string_view text);
 webhook_verification verify_webhook(verification_mode mode, const std::vector<std::string>& secrets,
                                     const inbound_http_request& req, std::int64_t now_s);
 
-// {"webhook":{"method","headers":{allow-listed only},"body": parsed JSON or raw text}}.
-std::string webhook_content_json(const inbound_http_request& req);
+// {"webhook":{"method","headers":{allow-listed only},"body": parsed JSON or raw text}}. `also`:
+// more lower-case header names the run may see (a catalogue provider's delivery id and event type).
+std::string webhook_content_json(const inbound_http_request& req,
+                                 const std::vector<std::string>& also = {});
 
 // The headers that may reach the run (never authorization, cookie, proxy-authorization or the
 // signature).

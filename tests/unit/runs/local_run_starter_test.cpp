@@ -14,7 +14,7 @@
 namespace wopbridge {
 namespace {
 
-class recording_sink final : public run_lifecycle_sink {
+class recording_lifecycle_sink final : public run_lifecycle_sink {
 public:
     struct outcome {
         bool succeeded;
@@ -43,7 +43,7 @@ private:
 class LocalRunStarterTest : public ::testing::Test {
 protected:
     testing::temp_dir dir_;
-    recording_sink sink_;
+    recording_lifecycle_sink sink_;
 
     std::unique_ptr<run_starter> make(std::vector<local_workflow> wfs, local_run_options o = {}) {
         o.inherit_output = false;

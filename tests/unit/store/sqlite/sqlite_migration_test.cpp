@@ -15,7 +15,7 @@
 namespace wopbridge {
 namespace {
 
-constexpr millis t0 = 1'800'000'000'000;
+constexpr millis migrated_at = 1'800'000'000'000;
 
 class SqliteMigrationTest : public ::testing::Test {
   protected:
@@ -44,7 +44,7 @@ class SqliteMigrationTest : public ::testing::Test {
             s.id = "sub_a";
             s.tenant = "acme";
             s.workflow_id = "wf_orders";
-            s.created_at = s.updated_at = t0;
+            s.created_at = s.updated_at = migrated_at;
             ASSERT_TRUE((*donor)->insert_subscription(s));
         }
         auto c = raw(path(), true);
@@ -118,9 +118,9 @@ TEST_F(SqliteMigrationTest, PreviousReleaseStoreOpensServesAndLosesNothing) {
     again.dedup_key = "k1";
     again.delivery_id = "dlv_9";
     again.run_id = "run_9";
-    again.received_at = again.due_at = t0 + 10;
+    again.received_at = again.due_at = migrated_at + 10;
     again.content_json = "{}";
-    again.dedup_expires_at = t0 + 86'400'000;
+    again.dedup_expires_at = migrated_at + 86'400'000;
     auto dup = st.intake_sync(again);
     ASSERT_TRUE(dup);
     EXPECT_EQ(dup->status, intake_status::duplicate);
@@ -128,18 +128,18 @@ TEST_F(SqliteMigrationTest, PreviousReleaseStoreOpensServesAndLosesNothing) {
     EXPECT_EQ(dup->run_id, "run_1");
 
     // The pending delivery is still due, and its attempt starts its run at sequence 0.
-    auto claimed = st.claim_due(t0 + 20, 10, 60'000);
+    auto claimed = st.claim_due(migrated_at + 20, 10, 60'000);
     ASSERT_TRUE(claimed);
     ASSERT_EQ(claimed->size(), 1u);
     EXPECT_EQ(claimed->front().id, "dlv_2");
     attempt_record rec;
     rec.delivery_id = "dlv_2";
     rec.subscription_id = "sub_a";
-    rec.at = t0 + 21;
+    rec.at = migrated_at + 21;
     rec.attempt = {"sub_a", "k2", 1, attempt_outcome::delivered, "run_2"};
     rec.attempt_event_id = "evt_att_2";
     rec.run = run_record{"run_2", "acme", "wf_orders", "sub_a", "dlv_2", run_status::running,
-                         "",      t0 + 21, t0 + 21};
+                         "",      migrated_at + 21, migrated_at + 21};
     rec.run_started_event_id = "evt_start_2";
     rec.run_started_payload_json = R"({"workflowId":"wf_orders"})";
     ASSERT_TRUE(st.record_attempt(rec));
@@ -156,9 +156,9 @@ TEST_F(SqliteMigrationTest, PreviousReleaseStoreOpensServesAndLosesNothing) {
     ASSERT_EQ(page->items.size(), 3u);
     EXPECT_EQ(page->items[0].id, "dlv_9"); // newest first
     EXPECT_EQ(page->items[2].id, "dlv_1");
-    EXPECT_EQ(st.append_run_event("run_1", "run.log", "{}", {}, "evt_start_1", t0 + 30).error(),
+    EXPECT_EQ(st.append_run_event("run_1", "run.log", "{}", {}, "evt_start_1", migrated_at + 30).error(),
               errc::already_exists);
-    auto appended = st.append_run_event("run_1", "run.log", "{}", {}, "evt_log_1", t0 + 30);
+    auto appended = st.append_run_event("run_1", "run.log", "{}", {}, "evt_log_1", migrated_at + 30);
     ASSERT_TRUE(appended);
     EXPECT_EQ(appended->sequence, 2);
     opened->reset();
@@ -213,7 +213,7 @@ TEST_F(SqliteMigrationTest, SchemaTenDedupRowsBecomeTheirDeliveriesClaims) {
         s.id = "sub_a";
         s.tenant = "acme";
         s.workflow_id = "wf_orders";
-        s.created_at = s.updated_at = t0;
+        s.created_at = s.updated_at = migrated_at;
         ASSERT_TRUE((*donor)->insert_subscription(s));
     }
     {
@@ -257,9 +257,9 @@ INSERT INTO dedup (subscription_id, dedup_key, delivery_id, run_id, expires_at)
         r.dedup_key = key;
         r.delivery_id = "dlv_new_" + n;
         r.run_id = "run_new_" + n;
-        r.received_at = r.due_at = t0 + 10;
+        r.received_at = r.due_at = migrated_at + 10;
         r.content_json = "{}";
-        r.dedup_expires_at = t0 + 86'400'000;
+        r.dedup_expires_at = migrated_at + 86'400'000;
         return st.intake_sync(r).value();
     };
     auto live = intake("k_live", "a");
@@ -279,7 +279,7 @@ INSERT INTO dedup (subscription_id, dedup_key, delivery_id, run_id, expires_at)
     EXPECT_EQ(found->at("k_old").id, "dlv_3");
     EXPECT_EQ(found->at("k_gone").id, "dlv_new_c");
     // The pending deliveries of the old file are still due, in arrival order.
-    auto claimed = st.claim_due(t0 + 20, 10, 60'000);
+    auto claimed = st.claim_due(migrated_at + 20, 10, 60'000);
     ASSERT_TRUE(claimed);
     ASSERT_EQ(claimed->size(), 3u);
     EXPECT_EQ(claimed->at(0).id, "dlv_2");
