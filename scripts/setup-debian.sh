@@ -17,7 +17,7 @@ packages=(
 # cluster (Debian ships no Kafka broker), so there is no kafka group. libcctz-dev reads time zones.
 # libpcre2-dev (10.42) runs JSON Schema `pattern`s.
 # librabbitmq-dev (rabbitmq-c 0.11) builds the rabbitmq connector; the broker is the `rabbitmq` group.
-# Extra groups, requested by name: postgres, redis, nats, rabbitmq, browser, fuzz, bench.
+# Extra groups, requested by name: postgres, redis, nats, rabbitmq, browser, providers, fuzz, bench.
 for group in "$@"; do
   case "$group" in
     postgres) packages+=(libpq-dev postgresql) ;;
@@ -31,6 +31,12 @@ for group in "$@"; do
     browser)
       packages+=(chromium)
       # Node.js may come from elsewhere (its npm is then bundled and Debian's npm conflicts with it).
+      command -v node >/dev/null || packages+=(nodejs)
+      command -v npm >/dev/null || packages+=(npm)
+      ;;
+    # The provider catalogue's tests sign with the providers' own SDKs (npm, pinned by
+    # tests/providers/package-lock.json).
+    providers)
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm)
       ;;
@@ -61,4 +67,7 @@ fi
 # The browser tests drive Debian's chromium with playwright-core, pinned by tests/browser/package-lock.json.
 if [[ " $* " == *" browser "* ]] && [ ! -d "$(dirname "$0")/../tests/browser/node_modules/playwright-core" ]; then
   (cd "$(dirname "$0")/../tests/browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+if [[ " $* " == *" providers "* ]] && [ ! -d "$(dirname "$0")/../tests/providers/node_modules/stripe" ]; then
+  (cd "$(dirname "$0")/../tests/providers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi

@@ -489,3 +489,54 @@ TEST_F(ConfigTest, RefusesBadRateLimits) {
 
 } // namespace
 } // namespace wopbridge
+
+namespace wopbridge {
+namespace {
+
+class ConfigProviderTest : public ::testing::Test {
+protected:
+    testing::temp_dir dir_;
+    config_load_result parse(const std::string& subscription) {
+        return parse_config(std::string("runs: {local: {workflows: [{id: wf}]}}\nsubscriptions:\n") +
+                                subscription,
+                            "test.yaml", dir_.path(), [](const std::string&) { return std::nullopt; });
+    }
+    std::vector<std::string> errors(const std::string& subscription) {
+        std::vector<std::string> out;
+        for (const auto& e : parse(subscription).errors) {
+            out.push_back(e.to_string());
+        }
+        return out;
+    }
+};
+
+TEST_F(ConfigProviderTest, ANamedProviderWithASecretOfItsShapeIsRead) {
+    auto c = parse("  - {id: gh, workflowId: wf, provider: github, signingSecret: 'old new'}\n");
+    ASSERT_TRUE(c) << (c.errors.empty() ? "" : c.errors[0].to_string());
+    EXPECT_EQ(c.value->subscriptions[0].provider, "github");
+    std::map<std::string, std::string> secrets;
+    EXPECT_EQ(make_subscriptions(*c.value, secrets)[0].provider, "github");
+    EXPECT_EQ(secrets["gh"], "old new");
+}
+
+TEST_F(ConfigProviderTest, UnknownNamesMissingAndMisshapenSecretsAreRefusedWithTheirPlace) {
+    EXPECT_THAT(errors("  - {id: a, workflowId: wf, provider: gitlab, signingSecret: x}\n"),
+                ::testing::Contains(::testing::AllOf(HasSubstr("test.yaml:3:39:"),
+                                                     HasSubstr("unknown provider 'gitlab'"),
+                                                     HasSubstr("github"))));
+    EXPECT_THAT(errors("  - {id: a, workflowId: wf, provider: stripe}\n"),
+                ::testing::Contains(HasSubstr("subscriptions[0].signingSecret: provider stripe needs it")));
+    auto misshapen = errors("  - {id: a, workflowId: wf, provider: stripe, signingSecret: sk_live_abcdefghijklmnop}\n");
+    EXPECT_THAT(misshapen, ::testing::Contains(::testing::AllOf(
+                               HasSubstr("signingSecret: secret 1 is not of the shape stripe uses"),
+                               HasSubstr("whsec_"))));
+    for (const auto& e : misshapen) {
+        EXPECT_THAT(e, ::testing::Not(HasSubstr("sk_live_abcdefghijklmnop")));
+    }
+    EXPECT_THAT(errors("  - {id: a, workflowId: wf, source: schedule, schedule: {cron: '* * * * *'},"
+                       " provider: github}\n"),
+                ::testing::Contains(HasSubstr("provider: only for source: webhook")));
+}
+
+} // namespace
+} // namespace wopbridge
