@@ -1,5 +1,6 @@
 #include "intake/provider_verify.hpp"
 
+#include <wopbridge/http_util.hpp>
 #include <wopbridge/signatures.hpp>
 
 #include <boost/json.hpp>
@@ -59,26 +60,16 @@ private:
     json::value body_;
 };
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 // The values of `key` in "k=v,k=v" (Stripe's t=…,v1=…,v1=…).
 std::vector<std::string> params_of(std::string_view list, std::string_view key) {
     std::vector<std::string> out;
     while (!list.empty()) {
         auto comma = list.find(',');
-        auto item = trim(list.substr(0, comma));
+        auto item = http::trim_whitespace(list.substr(0, comma));
         list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
         auto eq = item.find('=');
-        if (eq != std::string_view::npos && trim(item.substr(0, eq)) == key) {
-            out.emplace_back(trim(item.substr(eq + 1)));
+        if (eq != std::string_view::npos && http::trim_whitespace(item.substr(0, eq)) == key) {
+            out.emplace_back(http::trim_whitespace(item.substr(eq + 1)));
         }
     }
     return out;
