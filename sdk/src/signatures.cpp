@@ -283,6 +283,25 @@ std::optional<std::string> base64_decode(std::string_view text) {
     return out;
 }
 
+bool ed25519_verify(std::string_view public_key, std::string_view signature,
+                    std::string_view message) noexcept {
+    if (public_key.size() != 32 || signature.size() != 64) {
+        return false;
+    }
+    std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+        EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                    reinterpret_cast<const unsigned char*>(public_key.data()), 32),
+        &EVP_PKEY_free);
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+    if (!key || !ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1) {
+        return false;
+    }
+    return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                            signature.size(),
+                            reinterpret_cast<const unsigned char*>(message.data()),
+                            message.size()) == 1;
+}
+
 bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
     if (a.size() != b.size()) {
         return false;

@@ -321,6 +321,14 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
         done(status_only(submit_status::signature_invalid, "signature verification failed"));
         return;
     }
+    if (v.answer) {
+        // A verified endpoint check (Discord PING, Zoom URL validation): answered, not stored,
+        // not counted as an ingest.
+        submit_result r;
+        r.handshake = handshake_reply{v.answer->status, v.answer->content_type, v.answer->body};
+        submitted(std::move(r));
+        return;
+    }
     inbound_submission s;
     s.subscription_id = sub->id;
     s.provider_event_id = v.webhook_id;

@@ -6,6 +6,7 @@
 #include "core/clock.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,12 +44,20 @@ enum class submit_status {
     unavailable,       // store cannot commit: 503 + Retry-After
 };
 
+// A provider's endpoint check answered as the provider expects (nothing stored, no run).
+struct handshake_reply {
+    int status = 200;
+    std::string content_type;
+    std::string body;
+};
+
 struct submit_result {
     submit_status status = submit_status::accepted;
     std::string run_id;
     std::string delivery_id;
     int retry_after_seconds = 0;
     std::string message; // content-free
+    std::optional<handshake_reply> handshake;
 };
 
 using submit_callback = std::function<void(submit_result)>;

@@ -14,6 +14,13 @@ namespace json = boost::json;
 namespace {
 
 http_response submit_response(const submit_result& r) {
+    if (r.handshake) {
+        http_response res;
+        res.status = r.handshake->status;
+        res.set_header("content-type", r.handshake->content_type);
+        res.body = r.handshake->body;
+        return res;
+    }
     auto m = map_submit_status(r.status);
     switch (r.status) {
     case submit_status::accepted:

@@ -122,11 +122,13 @@ result<provider, error_info> parse_provider(std::string_view file, std::string_v
             p.alg = algorithm::hmac_sha256;
         } else if (alg == "hmac-sha1") {
             p.alg = algorithm::hmac_sha1;
+        } else if (alg == "ed25519") {
+            p.alg = algorithm::ed25519;
         } else if (alg == "token") {
             p.alg = algorithm::token;
         } else {
             return refuse(file, "signature.algorithm: '" + alg +
-                                    "' (standard-webhooks, hmac-sha256, hmac-sha1 or token)");
+                                    "' (standard-webhooks, hmac-sha256, hmac-sha1, ed25519 or token)");
         }
         std::string why;
         if (p.alg != algorithm::standard_webhooks) {
@@ -148,7 +150,8 @@ result<provider, error_info> parse_provider(std::string_view file, std::string_v
             return refuse(file, "signature.encoding: '" + enc + "' (hex or base64)");
         }
         p.enc = enc == "hex" ? encoding::hex : encoding::base64;
-        const bool mac = p.alg == algorithm::hmac_sha256 || p.alg == algorithm::hmac_sha1;
+        const bool mac = p.alg == algorithm::hmac_sha256 || p.alg == algorithm::hmac_sha1 ||
+                         p.alg == algorithm::ed25519;
         if (mac && !parse_signs(sig["signs"].as<std::string>(""), p.signs, why)) {
             return refuse(file, "signature.signs: " + why);
         }
@@ -189,6 +192,17 @@ result<provider, error_info> parse_provider(std::string_view file, std::string_v
         }
         if (!read_source(root["eventType"], p.event_type, why, false)) {
             return refuse(file, "eventType: " + why);
+        }
+        const auto hs = root["handshake"].as<std::string>("none");
+        if (hs == "discord-ping") {
+            p.handshake = handshake::discord_ping;
+        } else if (hs == "zoom-url-validation") {
+            p.handshake = handshake::zoom_url_validation;
+        } else if (hs != "none") {
+            return refuse(file, "handshake: '" + hs + "' (discord-ping or zoom-url-validation)");
+        }
+        if (p.handshake == handshake::zoom_url_validation && p.alg != algorithm::hmac_sha256) {
+            return refuse(file, "handshake: zoom-url-validation answers with HMAC-SHA256");
         }
         return p;
     } catch (const YAML::Exception& e) {

@@ -21,7 +21,11 @@ struct value_source {
     bool present() const noexcept { return from != kind::none; }
 };
 
-enum class algorithm { standard_webhooks, hmac_sha256, hmac_sha1, token };
+enum class algorithm { standard_webhooks, hmac_sha256, hmac_sha1, ed25519, token };
+
+// A request the provider sends to check the endpoint, answered only after its own signature
+// verified (never a signing oracle), and neither stored nor started as a run.
+enum class handshake { none, discord_ping, zoom_url_validation };
 enum class encoding { hex, base64 };
 
 // One piece of the signed text.
@@ -46,6 +50,7 @@ struct provider {
     std::int64_t tolerance_s = 0; // 0: no window
     value_source delivery_id;
     value_source event_type;
+    providers::handshake handshake = providers::handshake::none;
 };
 
 struct provider_file {

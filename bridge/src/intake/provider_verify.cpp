@@ -112,6 +112,29 @@ webhook_verification refused(webhook_verification v, verification_mode mode, sig
     return v;
 }
 
+// Only a request whose own signature verified gets here, so the answer signs nothing for a
+// stranger (a Zoom handler that hashed any plainToken would be a signing oracle).
+std::optional<handshake_answer> handshake_of(const providers::provider& p, request_view& r,
+                                             const std::string& secret) {
+    using providers::handshake;
+    if (p.handshake == handshake::discord_ping) {
+        auto type = r.json_text("/type");
+        if (type && *type == "1") {
+            return handshake_answer{200, "application/json", R"({"type":1})"};
+        }
+    }
+    if (p.handshake == handshake::zoom_url_validation) {
+        auto event = r.json_text("/event");
+        auto plain = r.json_text("/payload/plainToken");
+        if (event && *event == "endpoint.url_validation" && plain) {
+            json::object reply{{"plainToken", *plain},
+                               {"encryptedToken", sig::to_hex(sig::hmac_sha256(secret, *plain))}};
+            return handshake_answer{200, "application/json", json::serialize(reply)};
+        }
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 bool valid_delivery_id(std::string_view id) noexcept {
@@ -230,18 +253,31 @@ webhook_verification verify_provider(const providers::provider& p, verification_
         }
         }
     }
-    bool matched = false;
+    const std::string* matched = nullptr;
     for (const auto& s : secrets) {
-        const auto mac = p.alg == providers::algorithm::hmac_sha1 ? sig::hmac_sha1(s, message)
-                                                                  : sig::hmac_sha256(s, message);
-        for (const auto& c : candidates) {
-            matched |= sig::constant_time_equal(mac, c);
+        bool this_one = false;
+        if (p.alg == providers::algorithm::ed25519) {
+            // The "secret" is the application's public key, hex.
+            auto key = sig::from_hex(s);
+            for (const auto& c : candidates) {
+                this_one |= key && sig::ed25519_verify(*key, c, message);
+            }
+        } else {
+            const auto mac = p.alg == providers::algorithm::hmac_sha1 ? sig::hmac_sha1(s, message)
+                                                                      : sig::hmac_sha256(s, message);
+            for (const auto& c : candidates) {
+                this_one |= sig::constant_time_equal(mac, c);
+            }
+        }
+        if (this_one && matched == nullptr) {
+            matched = &s;
         }
     }
-    if (!matched) {
+    if (matched == nullptr) {
         return refused(std::move(v), mode, sig::verdict::mismatch);
     }
     v.verified = true;
+    v.answer = handshake_of(p, r, *matched);
     return v;
 }
 

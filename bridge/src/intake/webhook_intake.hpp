@@ -12,6 +12,13 @@
 
 namespace wopbridge::intake {
 
+// What a provider's endpoint check is answered (provider_verify.hpp): sent as it is.
+struct handshake_answer {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+};
+
 struct webhook_verification {
     bool refused = false;    // `required` mode refused the request: dead-letter it, answer 401
     bool verified = false;   // the signature checked out
@@ -20,6 +27,8 @@ struct webhook_verification {
     // When refused because a header is present but not of its form (a request error, answered
     // 400 rather than 401): what the sender must fix, content-free.
     std::string malformed_header;
+    // A verified handshake: answer this and store nothing.
+    std::optional<handshake_answer> answer;
 };
 
 // Header lookup by lower-case name; the first occurrence wins.

@@ -23,6 +23,11 @@ std::string base64_encode(std::string_view raw);                // standard alph
 std::optional<std::string> base64_decode(std::string_view text); // standard alphabet, padding required
 std::string base64url_encode(std::string_view raw);             // unpadded
 
+// Ed25519 (RFC 8032): whether `signature` (64 raw bytes) is `public_key`'s (32 raw bytes) over
+// `message`. False for keys or signatures of the wrong length. Discord interactions sign this way.
+bool ed25519_verify(std::string_view public_key, std::string_view signature,
+                    std::string_view message) noexcept;
+
 // Constant-time equality (time depends only on the lengths).
 bool constant_time_equal(std::string_view a, std::string_view b) noexcept;
 
