@@ -3,7 +3,8 @@
 // Stripe's generateTestHeaderString) or its documented recipe (Shopify, Linear, Mailgun;
 // tests/providers/sign.mjs) is accepted and starts one run caused by its attempt; one byte
 // changed is refused 401; a provider retry with the same delivery id is a duplicate answered with
-// the prior run id; a Stripe signature outside the tolerance is refused.
+// the prior run id; a Stripe signature outside the tolerance is refused. Discord's PING and Zoom's
+// URL validation are answered only when their own signature verified, and start no run.
 #include "support/child_process.hpp"
 #include "support/http_client.hpp"
 #include "support/serve_probe.hpp"
@@ -41,6 +42,7 @@ std::string node_path() {
 struct signed_request {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
+    json::object extra; // sign.mjs's "publicKey" (Discord), "expected" (Zoom's encryptedToken)
 };
 
 // tests/providers/sign.mjs: the provider's own code signs.
@@ -60,8 +62,13 @@ signed_request sdk_sign(const std::string& provider, const std::string& secret,
         out.headers.emplace_back(std::string(k), std::string(h.as_string()));
     }
     out.body = std::string(v.at("body").as_string());
+    out.extra = v.as_object();
     return out;
 }
+
+// RFC 8032 §7.1 TEST 1's key pair: the seed signs (tweetnacl), the public key is configured.
+const std::string discord_seed = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+const std::string discord_public_key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
 
 class ProviderSdkServeTest : public ::testing::Test {
 protected:
@@ -81,7 +88,9 @@ protected:
                "  - {id: sh, workflowId: wf, provider: shopify, signingSecret: shpss_0123456789}\n"
                "  - {id: ln, workflowId: wf, provider: linear, signingSecret: lin_wh_0123456789}\n"
                "  - {id: mg, workflowId: wf, provider: mailgun, signingSecret: key-0123456789}\n"
-               "  - {id: tg, workflowId: wf, provider: telegram, signingSecret: tg_Secret-0123}\n";
+               "  - {id: tg, workflowId: wf, provider: telegram, signingSecret: tg_Secret-0123}\n"
+               "  - {id: dc, workflowId: wf, provider: discord, signingSecret: " + discord_public_key + "}\n"
+               "  - {id: zm, workflowId: wf, provider: zoom, signingSecret: zoom_secret_token}\n";
         ASSERT_TRUE(serve_.start(dir_.file("wopbridge.yaml"), dir_.file("serve.log"))) << serve_.error;
     }
     void TearDown() override {
@@ -173,6 +182,40 @@ TEST_F(ProviderSdkServeTest, EachProvidersOwnSignatureStartsOneRunAndAnAlteredBy
     EXPECT_EQ(headers.at("x-github-event").as_string(), "ping");
     EXPECT_EQ(headers.at("x-github-delivery").as_string(), "72d3162e-cc78-11e3-81ab-4c9367dc0958");
     EXPECT_FALSE(headers.contains("x-hub-signature-256"));
+}
+
+TEST_F(ProviderSdkServeTest, HandshakesAreAnsweredOnlyWhenTheirOwnSignatureVerifiedAndStartNoRun) {
+    const std::int64_t now = std::time(nullptr);
+    auto ping = sdk_sign("discord", discord_seed, R"({"id":"1234","type":1})", now);
+    ASSERT_EQ(ping.extra.at("publicKey").as_string(), discord_public_key);
+    auto pong = post("dc", ping);
+    EXPECT_EQ(pong.status, 200) << pong.body;
+    EXPECT_EQ(json::parse(pong.body), json::parse(R"({"type":1})"));
+    auto forged_ping = ping;
+    forged_ping.body = R"({"id":"1234","type":1 })";
+    EXPECT_EQ(post("dc", forged_ping).status, 401); // what Discord's endpoint check requires
+
+    const std::string validation = R"({"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},)"
+                                   R"("event_ts":1654503849680,"event":"endpoint.url_validation"})";
+    auto check = sdk_sign("zoom", "zoom_secret_token", validation, now);
+    auto answered = post("zm", check);
+    ASSERT_EQ(answered.status, 200) << answered.body;
+    auto reply = json::parse(answered.body);
+    EXPECT_EQ(reply.at("plainToken").as_string(), "qgg8vlvZRS6UYooatFL8Aw");
+    EXPECT_EQ(reply.at("encryptedToken"), check.extra.at("expected"));
+    // Another token under a signature that does not verify: refused, nothing signed back.
+    auto oracle = check;
+    oracle.body = R"({"payload":{"plainToken":"attacker-chosen"},"event":"endpoint.url_validation"})";
+    auto refused = post("zm", oracle);
+    EXPECT_EQ(refused.status, 401);
+    EXPECT_EQ(refused.body.find("encryptedToken"), std::string::npos) << refused.body;
+
+    // The events themselves start runs; the handshakes before them started none.
+    accepted_once("dc", sdk_sign("discord", discord_seed, R"({"id":"5678","type":2,"data":{"name":"deploy"}})", now),
+                  {});
+    accepted_once("zm", sdk_sign("zoom", "zoom_secret_token",
+                                 R"({"event":"meeting.started","payload":{"object":{"id":"1"}}})", now),
+                  {{"x-zm-trackingid", "v=2.0,s=1,c=a1b2c3"}});
 }
 
 TEST_F(ProviderSdkServeTest, AStripeSignatureOutsideItsToleranceIsRefused) {

@@ -42,7 +42,7 @@ TEST(ProviderCatalogueTest, EveryFileParsesAndNamesItself) {
     EXPECT_EQ(providers::catalogue().size(), providers::provider_files().size());
     EXPECT_THAT(providers::names(),
                 ::testing::IsSupersetOf({"github", "stripe", "shopify", "telegram", "linear",
-                                         "mailgun", "standard-webhooks"}));
+                                         "mailgun", "standard-webhooks", "discord", "zoom"}));
     for (const auto& f : providers::provider_files()) {
         auto p = providers::parse_provider(f.name, f.text);
         ASSERT_TRUE(p) << p.error().message;

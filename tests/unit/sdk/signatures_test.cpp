@@ -542,5 +542,21 @@ TEST_F(SignaturesTest, TwilioJsonRefusesMissingBodyHash) {
               verdict::missing_header);
 }
 
+// RFC 8032 §7.1, TEST 1 (the empty message) and TEST 2 (one byte, 0x72).
+TEST_F(SignaturesTest, Ed25519VerifiesRfc8032VectorsAndNothingElse) {
+    auto key1 = *from_hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
+    auto sig1 = *from_hex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155"
+                          "5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b");
+    auto key2 = *from_hex("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
+    auto sig2 = *from_hex("92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da"
+                          "085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
+    EXPECT_TRUE(ed25519_verify(key1, sig1, ""));
+    EXPECT_TRUE(ed25519_verify(key2, sig2, "\x72"));
+    EXPECT_FALSE(ed25519_verify(key2, sig2, "\x73"));
+    EXPECT_FALSE(ed25519_verify(key1, sig2, "\x72"));
+    EXPECT_FALSE(ed25519_verify(key2.substr(0, 31), sig2, "\x72"));
+    EXPECT_FALSE(ed25519_verify(key2, sig2.substr(0, 63), "\x72"));
+}
+
 } // namespace
 } // namespace wopbridge::sig
