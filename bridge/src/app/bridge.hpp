@@ -149,6 +149,8 @@ public:
     // Counts an inbound request answered before intake (the ingest route's unknown id) in
     // wopbridge_ingests_total, like every answer submit() gives.
     void count_ingest(const std::string& subscription_id, submit_status status) override;
+    void count_rate_limited(const std::string& subscription_id, std::string_view limit,
+                            std::string_view address) override;
     // The tenant's runs, newest first. A cursor minted for other filters (or garbage):
     // invalid_argument.
     result<page<run_record>> list_runs(const std::string& tenant, const run_list_request& req) override;

@@ -49,6 +49,11 @@ public:
                                 submit_callback done) = 0;
     // Counts an answer given before intake (the ingest route's unknown id).
     virtual void count_ingest(const std::string& subscription_id, submit_status status) = 0;
+    // Counts a 429 (`limit`: perSubscription or perSourceAddress) as an ingest outcome and logs
+    // it, at most once every 10 s per limit with how many there were. `subscription_id` "" when
+    // the answer came before the subscription was read.
+    virtual void count_rate_limited(const std::string& subscription_id, std::string_view limit,
+                                    std::string_view address) = 0;
 
 protected:
     ~ingest_api() = default;

@@ -167,6 +167,9 @@ struct bridge::impl final : run_lifecycle_sink {
     };
     // Known subscription ids only.
     std::map<std::string, unrecorded_refusals> refusals_unrecorded GUARDED_BY(refusal_log_mutex);
+    // 429s since their last log line, by limit (a bounded map: two keys).
+    std::map<std::string, unrecorded_refusals, std::less<>> rate_limited_unlogged
+        GUARDED_BY(refusal_log_mutex);
 
     // Bulk replay jobs (durable, app/replay_jobs) and the housekeeping timer: real-time
     // background threads, joined by stop().
@@ -297,6 +300,8 @@ struct bridge::impl final : run_lifecycle_sink {
 
     // Every answer to an inbound event is counted once, refusals included.
     void count_ingest(const std::string& sub_id, submit_status status);
+    void count_rate_limited(const std::string& sub_id, std::string_view limit,
+                            std::string_view address);
     // Takes a token for one refused-signature dead letter, or counts the refusal as unrecorded.
     bool refusal_record_admitted(const std::string& sub_id);
 

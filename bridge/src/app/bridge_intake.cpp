@@ -123,6 +123,42 @@ void bridge::impl::count_ingest(const std::string& sub_id, submit_status status)
                        {"outcome", std::string(outcome_name(status))}});
 }
 
+void bridge::impl::count_rate_limited(const std::string& sub_id, std::string_view limit,
+                                      std::string_view address) {
+    metrics.increment("wopbridge_ingests_total",
+                      {{"subscription", sub_id.empty() ? "unknown" : sub_id}, {"outcome", "rate_limited"}});
+    const millis t = now();
+    std::uint64_t count = 0;
+    {
+        wopbridge::lock_guard lock(refusal_log_mutex);
+        auto it = rate_limited_unlogged.find(limit);
+        if (it == rate_limited_unlogged.end()) {
+            it = rate_limited_unlogged.emplace(std::string(limit), unrecorded_refusals{}).first;
+        }
+        auto& u = it->second;
+        ++u.since_logged;
+        if (u.logged_at != 0 && t - u.logged_at < 10 * 1000) {
+            return;
+        }
+        count = u.since_logged;
+        u.since_logged = 0;
+        u.logged_at = t;
+    }
+    boost::json::object f;
+    f["limit"] = limit;
+    f["refused"] = count;
+    f["lastAddress"] = address;
+    if (!sub_id.empty()) {
+        f["lastSubscription"] = sub_id;
+    }
+    f["detail"] = limit == "perSourceAddress"
+                      ? "an address past server.rateLimits.perSourceAddress (refused requests per "
+                        "address) is answered 429; behind a reverse proxy list it in "
+                        "server.trustedProxies (docs/deployment.md#behind-a-reverse-proxy)"
+                      : "a subscription past its rate limit is answered 429";
+    log_line("warn", "ingest.rate_limited", std::move(f));
+}
+
 submit_callback bridge::impl::counted(const std::string& sub_id, submit_callback done_in) {
     return [this, sub_id, accepted_at = now(), done_in = std::move(done_in)](submit_result r) {
         count_ingest(sub_id, r.status);
@@ -368,6 +404,11 @@ void bridge::submit(const inbound_submission& s, submit_callback done) {
 
 void bridge::count_ingest(const std::string& subscription_id, submit_status status) {
     impl_->count_ingest(subscription_id, status);
+}
+
+void bridge::count_rate_limited(const std::string& subscription_id, std::string_view limit,
+                                std::string_view address) {
+    impl_->count_rate_limited(subscription_id, limit, address);
 }
 
 bool bridge::has_intake_capacity() const noexcept {

@@ -13,6 +13,7 @@
 #include "config/bridge_settings.hpp"
 #include "contract/types.hpp"
 #include "core/clock.hpp"
+#include "core/forwarded.hpp"
 #include "core/rate_limiter.hpp"
 #include "runs/run_starter.hpp"
 
@@ -58,7 +59,12 @@ struct server_config {
     rate_limit per_subscription;       // rateLimits.perSubscription (ingest; 429 past it)
     // rateLimits.perSourceAddress (ingest; 429 past it, before any verification or write). On by
     // default: every forged post costs a dead-letter row, so one address must not write freely.
-    rate_limit per_source_address{50, 100};
+    // Counts refused requests only (bad signatures, unknown ids, malformed posts), so a valid burst
+    // is never throttled and a forged flood is answered 429 before it costs a verification.
+    rate_limit per_source_address{10, 50};
+    // trustedProxies: peers whose Forwarded / X-Forwarded-* headers give the client's address and
+    // the public URL it called (core/forwarded.hpp).
+    std::vector<address_block> trusted_proxies;
 };
 
 struct api_key_config {

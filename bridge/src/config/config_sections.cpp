@@ -69,6 +69,53 @@ void read_rate_limit_or_off(reader& r, const YAML::Node& n, const std::string& p
     }
 }
 
+// server.trustedProxies: a list of addresses or CIDR blocks (a scalar is one).
+void read_trusted_proxies(reader& r, const YAML::Node& n, std::vector<address_block>& out) {
+    if (!reader::present(n)) {
+        return;
+    }
+    const std::string path = "server.trustedProxies";
+    std::vector<YAML::Node> items;
+    if (n.IsScalar()) {
+        items.push_back(n);
+    } else if (n.IsSequence()) {
+        for (const auto& item : n) {
+            items.push_back(item);
+        }
+    } else {
+        r.error(n.Mark(), path + ": a list of addresses or CIDR blocks (e.g. [127.0.0.1, 10.0.0.0/8])");
+        return;
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const auto item_path = path + "[" + std::to_string(i) + "]";
+        if (!items[i].IsScalar()) {
+            r.error(items[i].Mark(), item_path + ": an address or CIDR block (e.g. 10.0.0.0/8)");
+            continue;
+        }
+        const auto text = items[i].as<std::string>();
+        auto block = parse_address_block(text);
+        if (!block) {
+            r.error(items[i].Mark(), item_path + ": '" + text +
+                                         "' is not an address or CIDR block (e.g. 127.0.0.1, "
+                                         "10.0.0.0/8, ::1, fd00::/8)");
+            continue;
+        }
+        if (block->prefix_bits < 96 + 8 && block->bytes[10] == 0xff && block->bytes[11] == 0xff) {
+            r.error(items[i].Mark(), item_path + ": '" + text +
+                                         "' trusts most of the internet to name any client; list "
+                                         "the proxies' own addresses or networks");
+            continue;
+        }
+        if (block->prefix_bits < 8) {
+            r.error(items[i].Mark(), item_path + ": '" + text +
+                                         "' trusts most of the internet to name any client; list "
+                                         "the proxies' own addresses or networks");
+            continue;
+        }
+        out.push_back(std::move(*block));
+    }
+}
+
 void read_server(reader& r, const YAML::Node& n, config& c) {
     const std::string path = "server";
     if (!r.expect_map(n, path)) {
@@ -77,7 +124,7 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
     r.check_keys(n, path,
                  {"listen", "publicUrl", "maxBodyBytes", "threads", "tls", "maxConnections",
                   "maxInFlightRequests", "reservedInFlightRequests", "maxConnectionsPerAddress",
-                  "minBodyBytesPerSecond", "bodyGraceSeconds", "rateLimits"});
+                  "minBodyBytesPerSecond", "bodyGraceSeconds", "rateLimits", "trustedProxies"});
     auto& s = c.server;
     std::string listen;
     if (r.str(n, "listen", path, listen)) {
@@ -119,6 +166,7 @@ void read_server(reader& r, const YAML::Node& n, config& c) {
         read_rate_limit_or_off(r, limits["perSourceAddress"], "server.rateLimits.perSourceAddress",
                                s.per_source_address);
     }
+    read_trusted_proxies(r, n["trustedProxies"], s.trusted_proxies);
     YAML::Node tls = n["tls"];
     if (reader::present(tls) && r.expect_map(tls, "server.tls")) {
         r.check_keys(tls, "server.tls", {"certFile", "keyFile"});

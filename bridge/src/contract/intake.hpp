@@ -20,6 +20,7 @@ struct inbound_http_request {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     std::string remote_address;
+    std::string public_base; // "https://host" the client called, said by a trusted proxy; "" = none
 };
 
 // What a connector (or the webhook intake) submits after verifying and parsing a request.

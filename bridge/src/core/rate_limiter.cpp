@@ -51,6 +51,25 @@ int rate_limiter::take(std::string_view key, const rate_limit& limit) {
     return std::max(1, static_cast<int>(std::ceil(wait_s)));
 }
 
+int rate_limiter::peek(std::string_view key, const rate_limit& limit) const {
+    if (!limit.enabled()) {
+        return 0;
+    }
+    const double burst = burst_of(limit);
+    const millis now = clock_.now_ms();
+    std::lock_guard lock(mu_);
+    auto it = buckets_.find(std::string(key));
+    if (it == buckets_.end() || it->second.rate != limit.rate || it->second.burst != burst) {
+        return 0; // a fresh bucket is full
+    }
+    const auto& b = it->second;
+    const double tokens = refilled(b.tokens, now - b.updated, limit.rate, burst);
+    if (tokens >= 1.0) {
+        return 0;
+    }
+    return std::max(1, static_cast<int>(std::ceil((1.0 - tokens) / limit.rate)));
+}
+
 std::size_t rate_limiter::size() const {
     std::lock_guard lock(mu_);
     return buckets_.size();

@@ -30,6 +30,9 @@ class rate_limiter {
     // Takes one token from `key`'s bucket under `limit`. Returns 0 when admitted, otherwise the
     // whole seconds (>= 1) until a token is available (the Retry-After value).
     int take(std::string_view key, const rate_limit& limit);
+    // What take() would answer, without taking: 0 when a token is there, else the seconds until
+    // one is. For budgets charged after the fact (refusals counted once a request was refused).
+    int peek(std::string_view key, const rate_limit& limit) const;
 
     std::size_t size() const;
 

@@ -32,7 +32,7 @@ bool parse_int(std::string_view text, long long& out, bool allow_negative) {
 http_api::http_api(api_options opts, bridge_api& bridge, ingest_router* router,
                    task_scheduler& tasks)
     : opts_(std::move(opts)),
-      address_limiter_(opts_.clock ? *opts_.clock : system_clock_),
+      address_limiter_(std::make_shared<rate_limiter>(opts_.clock ? *opts_.clock : system_clock_)),
       subscription_limiter_(opts_.clock ? *opts_.clock : system_clock_),
       bridge_(bridge),
       router_(router),
@@ -77,14 +77,49 @@ bool declares_non_json(const http_request& req) {
 
 } // namespace
 
+namespace {
+
+// Charges the address's budget for an answer that refused the request; what verified (2xx), was
+// held back (409 not active, 429, 5xx) or streamed is not the sender's fault and costs nothing.
+class refusal_charging_sink final : public response_sink {
+public:
+    refusal_charging_sink(std::shared_ptr<response_sink> inner, std::shared_ptr<rate_limiter> budget,
+                          std::string address, rate_limit limit)
+        : inner_(std::move(inner)), budget_(std::move(budget)), address_(std::move(address)),
+          limit_(limit) {}
+    void send(http_response res) override {
+        const int s = res.status;
+        if (s == 400 || s == 401 || s == 403 || s == 404 || s == 405 || s == 413 || s == 415 ||
+            s == 422) {
+            (void)budget_->take(address_, limit_);
+        }
+        inner_->send(std::move(res));
+    }
+    std::shared_ptr<response_stream> open_stream(http_response head) override {
+        return inner_->open_stream(std::move(head));
+    }
+
+private:
+    std::shared_ptr<response_sink> inner_;
+    std::shared_ptr<rate_limiter> budget_;
+    std::string address_;
+    rate_limit limit_;
+};
+
+} // namespace
+
 bool http_api::rate_limited_by_address(context& ctx) {
     if (!opts_.per_source_address.enabled() || ctx.req.remote.empty()) {
         return false;
     }
-    if (int wait = address_limiter_.take(ctx.req.remote, opts_.per_source_address); wait > 0) {
+    if (int wait = address_limiter_->peek(ctx.req.remote, opts_.per_source_address); wait > 0) {
+        // Not attributed to the path's subscription: that id is not read for a refused address.
+        bridge_.count_rate_limited("", "perSourceAddress", ctx.req.remote);
         ctx.sink->send(too_many("perSourceAddress", wait));
         return true;
     }
+    ctx.sink = std::make_shared<refusal_charging_sink>(std::move(ctx.sink), address_limiter_,
+                                                       ctx.req.remote, opts_.per_source_address);
     return false;
 }
 
@@ -98,6 +133,7 @@ bool http_api::rate_limited_by_subscription(context& ctx, const std::string& sub
         }
     }
     if (int wait = subscription_limiter_.take(subscription_id, limit); wait > 0) {
+        bridge_.count_rate_limited(subscription_id, "perSubscription", ctx.req.remote);
         ctx.sink->send(too_many("perSubscription", wait));
         return true;
     }
@@ -166,6 +202,11 @@ void http_api::handle(http_request req, std::shared_ptr<response_sink> sink) {
     auto ctx = std::make_shared<context>();
     ctx->req = std::move(req);
     ctx->sink = std::move(sink);
+    if (!opts_.trusted_proxies.empty()) {
+        auto origin = resolve_client(ctx->req.remote, ctx->req.headers, opts_.trusted_proxies);
+        ctx->req.remote = std::move(origin.address);
+        ctx->req.public_base = std::move(origin.public_base);
+    }
     auto m = match_route(route_table(), ctx->req.method, ctx->req.path);
     if (m.status == 405) {
         auto res = error_response(405, "method_not_allowed", "method not allowed on this path");

@@ -10,6 +10,7 @@
 #include "core/clock.hpp"
 #include "core/rate_limiter.hpp"
 #include "http/auth.hpp"
+#include "core/forwarded.hpp"
 #include "app/bridge_api.hpp"
 #include "http/http_message.hpp"
 #include "http/router.hpp"
@@ -42,7 +43,11 @@ struct api_options {
     // injected so tests use a fake one; null = the system clock.
     clock_source* clock = nullptr;
     rate_limit per_subscription;
+    // Refused ingest requests (bad signatures, unknown ids, malformed posts) per client address;
+    // what verified is not counted. Past it: 429 before the request is read further.
     rate_limit per_source_address;
+    // Peers whose Forwarded / X-Forwarded-* headers are believed (server.trustedProxies).
+    std::vector<address_block> trusted_proxies;
     std::map<std::string, rate_limit> subscription_rate_limits; // subscriptions[].rateLimit
     // Where the local run ledger writes each command's output (<dir>/<run id>.log); "" = none.
     std::string run_output_dir;
@@ -134,7 +139,7 @@ public:
 
     api_options opts_;
     system_clock_source system_clock_;
-    rate_limiter address_limiter_;
+    std::shared_ptr<rate_limiter> address_limiter_; // shared with the sinks that charge it
     rate_limiter subscription_limiter_;
     mutable std::mutex limits_mu_;
     bridge_api& bridge_;

@@ -24,7 +24,8 @@ struct http_request {
     std::string query;    // raw query string without '?'
     header_list headers;  // names lower-case
     std::string body;
-    std::string remote;   // peer address
+    std::string remote;   // the client's address: the peer's, or what a trusted proxy said
+    std::string public_base; // "https://host" a trusted proxy was called at; "" = not forwarded
 
     // First header with this (lower-case) name.
     std::optional<std::string_view> header(std::string_view name) const;

@@ -74,6 +74,7 @@ void http_api::ingest(std::shared_ptr<context> ctx) {
     in.headers = std::move(ctx->req.headers);
     in.body = std::move(ctx->req.body);
     in.remote_address = ctx->req.remote;
+    in.public_base = ctx->req.public_base;
 
     auto sink = ctx->sink; // callbacks own the sink only, never the api
     if (router_ && router_->serves(*sub)) {

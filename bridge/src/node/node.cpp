@@ -109,6 +109,7 @@ http::api_options api_options_of(const config& cfg, clock_source& clock) {
     ao.clock = &clock;
     ao.per_subscription = cfg.server.per_subscription;
     ao.per_source_address = cfg.server.per_source_address;
+    ao.trusted_proxies = cfg.server.trusted_proxies;
     ao.subscription_rate_limits = subscription_rate_limits(cfg);
     ao.run_output_dir = run_output_directory(cfg);
     return ao;

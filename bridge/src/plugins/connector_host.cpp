@@ -174,7 +174,9 @@ void connector_host::impl::call(instance& inst, const std::string& sub_id,
     for (std::size_t i = 0; i < req.headers.size(); ++i) {
         headers.push_back(wb_header{str(names[i]), str(req.headers[i].second)});
     }
-    const std::string public_url = options.public_url + req.target;
+    // The URL the provider called: what a trusted proxy said, else server.publicUrl.
+    const std::string public_url =
+        (req.public_base.empty() ? options.public_url : req.public_base) + req.target;
     wb_http_request r{};
     r.struct_size = sizeof(wb_http_request);
     r.subscription_id = str(sub_id);

@@ -364,6 +364,11 @@ public:
     std::uint64_t watch_changes(const std::string&, std::function<void()>) override { return 0; }
     void cancel_changes_watch(std::uint64_t) override {}
     void count_ingest(const std::string&, submit_status) override {}
+    void count_rate_limited(const std::string& subscription_id, std::string_view limit,
+                            std::string_view address) override {
+        rate_limited.push_back(subscription_id + "|" + std::string(limit) + "|" + std::string(address));
+    }
+    std::vector<std::string> rate_limited; // "subscription|limit|address"
     result<replay_result> replay_dead_letter(const std::string&, const std::string&,
                                              const std::string&) override {
         return make_error_code(errc::unsupported);

@@ -1,0 +1,259 @@
+#include "core/forwarded.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+
+namespace wopbridge {
+
+namespace {
+
+using headers_t = std::vector<std::pair<std::string, std::string>>;
+
+std::optional<std::array<std::uint8_t, 16>> address_bytes(std::string_view text, bool& v4) {
+    if (text.empty() || text.size() >= INET6_ADDRSTRLEN) {
+        return std::nullopt;
+    }
+    char buf[INET6_ADDRSTRLEN] = {};
+    std::memcpy(buf, text.data(), text.size());
+    std::array<std::uint8_t, 16> out{};
+    in_addr a4{};
+    if (::inet_pton(AF_INET, buf, &a4) == 1) {
+        v4 = true;
+        out[10] = 0xff;
+        out[11] = 0xff;
+        std::memcpy(out.data() + 12, &a4, 4);
+        return out;
+    }
+    in6_addr a6{};
+    if (::inet_pton(AF_INET6, buf, &a6) == 1) {
+        v4 = false;
+        std::memcpy(out.data(), &a6, 16);
+        return out;
+    }
+    return std::nullopt;
+}
+
+bool inside(const std::array<std::uint8_t, 16>& a, const address_block& b) {
+    int bits = b.prefix_bits;
+    for (std::size_t i = 0; i < 16 && bits > 0; ++i, bits -= 8) {
+        const std::uint8_t mask = bits >= 8 ? 0xff : static_cast<std::uint8_t>(0xff << (8 - bits));
+        if ((a[i] & mask) != (b.bytes[i] & mask)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+    std::vector<std::string_view> out;
+    std::size_t start = 0;
+    bool quoted = false;
+    for (std::size_t i = 0; i <= s.size(); ++i) {
+        if (i < s.size() && s[i] == '"') {
+            quoted = !quoted;
+        }
+        if (i == s.size() || (s[i] == sep && !quoted)) {
+            out.push_back(trim(s.substr(start, i - start)));
+            start = i + 1;
+        }
+    }
+    return out;
+}
+
+// "1.2.3.4", "1.2.3.4:80", "[v6]", "[v6]:80", "v6", with RFC 7239's quotes: the bare address.
+std::optional<std::string> node_address(std::string_view node) {
+    if (node.size() >= 2 && node.front() == '"' && node.back() == '"') {
+        node = node.substr(1, node.size() - 2);
+    }
+    if (!node.empty() && node.front() == '[') {
+        auto close = node.find(']');
+        if (close == std::string_view::npos) {
+            return std::nullopt;
+        }
+        node = node.substr(1, close - 1);
+    } else if (std::count(node.begin(), node.end(), ':') == 1) {
+        node = node.substr(0, node.find(':'));
+    }
+    bool v4 = false;
+    if (!address_bytes(node, v4)) {
+        return std::nullopt;
+    }
+    return std::string(node);
+}
+
+std::optional<std::string_view> header_of(const headers_t& headers, std::string_view name) {
+    for (const auto& [k, v] : headers) {
+        if (k == name) {
+            return std::string_view(v);
+        }
+    }
+    return std::nullopt;
+}
+
+// Every value of a repeatable list header, in order, as one comma list.
+std::string joined(const headers_t& headers, std::string_view name) {
+    std::string out;
+    for (const auto& [k, v] : headers) {
+        if (k == name) {
+            if (!out.empty()) {
+                out += ',';
+            }
+            out += v;
+        }
+    }
+    return out;
+}
+
+bool plausible_host(std::string_view h) {
+    if (h.empty() || h.size() > 255) {
+        return false;
+    }
+    return std::all_of(h.begin(), h.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
+    });
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+std::string unquote(std::string_view v) {
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
+        v = v.substr(1, v.size() - 2);
+    }
+    return std::string(v);
+}
+
+struct hop {
+    std::string_view node; // the for= value as sent
+    std::string proto;     // what this hop's proxy was called with ("" = not said)
+    std::string host;
+};
+
+} // namespace
+
+std::optional<address_block> parse_address_block(std::string_view text) {
+    address_block b;
+    b.text = std::string(text);
+    auto slash = text.find('/');
+    bool v4 = false;
+    auto bytes = address_bytes(text.substr(0, slash), v4);
+    if (!bytes) {
+        return std::nullopt;
+    }
+    b.bytes = *bytes;
+    const int width = v4 ? 32 : 128;
+    int bits = width;
+    if (slash != std::string_view::npos) {
+        auto n = text.substr(slash + 1);
+        auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), bits);
+        if (n.empty() || ec != std::errc() || p != n.data() + n.size() || bits < 0 || bits > width) {
+            return std::nullopt;
+        }
+    }
+    b.prefix_bits = v4 ? bits + 96 : bits;
+    return b;
+}
+
+bool address_in(std::string_view address, const std::vector<address_block>& blocks) {
+    bool v4 = false;
+    auto a = address_bytes(address, v4);
+    return a && std::any_of(blocks.begin(), blocks.end(),
+                            [&](const address_block& b) { return inside(*a, b); });
+}
+
+client_origin resolve_client(std::string_view peer, const headers_t& headers,
+                             const std::vector<address_block>& trusted) {
+    client_origin out{std::string(peer), {}};
+    if (trusted.empty() || !address_in(peer, trusted)) {
+        return out;
+    }
+    std::vector<hop> hops;
+    const std::string forwarded = joined(headers, "forwarded");
+    const std::string xff = joined(headers, "x-forwarded-for");
+    if (!forwarded.empty()) {
+        for (auto element : split(forwarded, ',')) {
+            hop h;
+            for (auto pair : split(element, ';')) {
+                auto eq = pair.find('=');
+                if (eq == std::string_view::npos) {
+                    continue;
+                }
+                const auto key = lower(trim(pair.substr(0, eq)));
+                const auto value = trim(pair.substr(eq + 1));
+                if (key == "for") {
+                    h.node = value;
+                } else if (key == "proto") {
+                    h.proto = lower(unquote(value));
+                } else if (key == "host") {
+                    h.host = unquote(value);
+                }
+            }
+            hops.push_back(h);
+        }
+    } else if (!xff.empty()) {
+        // X-Forwarded-Proto / -Host describe the request the edge proxy received.
+        for (auto node : split(xff, ',')) {
+            hops.push_back(hop{node, {}, {}});
+        }
+        if (!hops.empty()) {
+            auto proto = header_of(headers, "x-forwarded-proto");
+            auto host = header_of(headers, "x-forwarded-host");
+            if (!host) {
+                host = header_of(headers, "host");
+            }
+            hops.back().proto = proto ? lower(trim(split(*proto, ',').front())) : "";
+            hops.back().host = host ? std::string(trim(split(*host, ',').front())) : "";
+            for (auto& h : hops) {
+                h.proto = hops.back().proto;
+                h.host = hops.back().host;
+            }
+        }
+    }
+    if (hops.empty()) {
+        // No forwarded-for list, but the proxy may still say how it was called.
+        hops.push_back(hop{std::string_view(out.address), {}, {}});
+        auto proto = header_of(headers, "x-forwarded-proto");
+        auto host = header_of(headers, "x-forwarded-host");
+        host = host ? host : header_of(headers, "host");
+        hops.back().proto = proto ? lower(trim(split(*proto, ',').front())) : "";
+        hops.back().host = host ? std::string(trim(split(*host, ',').front())) : "";
+    }
+    // From the nearest hop outward: skip our own proxies; the first other address is the client.
+    const hop* edge = nullptr;
+    for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+        auto address = node_address(it->node);
+        if (!address) {
+            break;
+        }
+        out.address = *address;
+        edge = &*it;
+        if (!address_in(*address, trusted)) {
+            break;
+        }
+    }
+    if (edge != nullptr && (edge->proto == "http" || edge->proto == "https") &&
+        plausible_host(edge->host)) {
+        out.public_base = edge->proto + "://" + edge->host;
+    }
+    return out;
+}
+
+} // namespace wopbridge
