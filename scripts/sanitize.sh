@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build-asan}"
-./scripts/setup-debian.sh postgres redis nats rabbitmq browser providers
+./scripts/setup-debian.sh postgres redis nats rabbitmq browser providers proxy
 # The product (bridge, SDK, connectors) is instrumented at -O1. Test code compiles exactly as in the
 # normal build (see tests/CMakeLists.txt), so after scripts/test.sh the compiler cache supplies those
 # objects: same command lines, and the cache must not key on the build directory (nor on the path

@@ -40,6 +40,8 @@ for group in "$@"; do
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm)
       ;;
+    # The reverse-proxy tests put Debian's nginx-light in front of serve (TLS by openssl's certificate).
+    proxy) packages+=(nginx-light openssl) ;;
     fuzz) packages+=(clang libclang-rt-14-dev) ;;
     bench)
       # bench/run: gnuplot for the chart, Redis for the BullMQ peer, Node.js for the peer itself,

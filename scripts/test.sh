@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-./scripts/setup-debian.sh postgres redis nats rabbitmq browser providers
+./scripts/setup-debian.sh postgres redis nats rabbitmq browser providers proxy
 # The compiler cache may serve these objects to other build directories (scripts/sanitize.sh): it
 # keys on neither the build directory nor, below the project root, absolute paths (a unity batch is a
 # generated file inside the build directory).

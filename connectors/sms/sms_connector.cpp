@@ -68,8 +68,12 @@ void sms_connector::handle(request_handle& req, const http_request_view& r,
     const std::string url = signed_url(effective, r.public_url, r.target);
     const auto verdict = verify_request(effective, *parsed, url, r.body, signature);
     if (verdict != sig::verdict::valid) {
+        // Twilio signs the URL it called: behind a TLS proxy the wrong one is the usual cause.
         host_.log(log_level::warn, "sms: request refused for subscription " + sub_id +
-                                       ": signature " + std::string(sig::to_string(verdict)));
+                                       ": signature " + std::string(sig::to_string(verdict)) +
+                                       " checked against the URL " + url.substr(0, url.find('?')) +
+                                       " (not the one Twilio called? set the connector's publicUrl, "
+                                       "server.publicUrl or server.trustedProxies)");
         return respond_error(req, 403, "signature_invalid", verdict_message(verdict));
     }
     if (!complete_request(*parsed, r.body, error)) {

@@ -82,6 +82,9 @@ http_reply run(const http_call& call, const std::function<bool(const std::string
     if (!call.local_address.empty()) {
         curl_easy_setopt(curl, CURLOPT_INTERFACE, ("host!" + call.local_address).c_str());
     }
+    if (!call.ca_file.empty()) {
+        curl_easy_setopt(curl, CURLOPT_CAINFO, call.ca_file.c_str());
+    }
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
     CURLcode rc = curl_easy_perform(curl);

@@ -23,6 +23,7 @@ struct http_call {
     std::string body;
     long timeout_ms = 20000;
     std::string local_address; // a loopback address to connect from ("127.0.0.7"): another peer
+    std::string ca_file;       // a certificate to trust for https (a test's self-signed one)
 };
 
 struct http_reply {

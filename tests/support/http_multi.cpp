@@ -59,6 +59,9 @@ CURL* make_easy(const http_call& call, http_reply& reply, slot& s) {
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &reply);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, call.timeout_ms);
+    if (!call.local_address.empty()) {
+        curl_easy_setopt(curl, CURLOPT_INTERFACE, ("host!" + call.local_address).c_str()); // copied
+    }
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
     // One connection per call: a kill must find each request on its own socket.

@@ -428,6 +428,9 @@ std::string bridge::metrics_text_for(const std::optional<std::string>* scoped) {
     auto& m = *impl_;
     const std::string* tenant = scoped != nullptr && scoped->has_value() ? &**scoped : nullptr;
     std::set<std::string, std::less<>> own; // the scraping tenant's subscription ids
+    // Answers given before any subscription was read (unknown ids, an address past its budget)
+    // belong to no tenant: every tenant's scrape sees them.
+    own.insert("unknown");
     // Snapshots computed at scrape time.
     if (auto subs = m.st->list_all_subscriptions()) {
         std::map<std::string, int> by_state{{"active", 0}, {"paused", 0}, {"failed", 0},

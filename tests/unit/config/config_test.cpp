@@ -487,6 +487,24 @@ TEST_F(ConfigTest, RefusesBadRateLimits) {
                 ::testing::Contains(HasSubstr("maxInFlightRequests")));
 }
 
+TEST_F(ConfigTest, TrustedProxiesAreAddressesOrBlocksAndNeverTheWholeInternet) {
+    auto c = parse(std::string(base) + "server: {trustedProxies: [127.0.0.1, 10.0.0.0/8, 'fd00::/8']}\n");
+    ASSERT_TRUE(c) << (c.errors.empty() ? "" : c.errors[0].to_string());
+    ASSERT_EQ(c.value->server.trusted_proxies.size(), 3U);
+    EXPECT_TRUE(address_in("10.9.8.7", c.value->server.trusted_proxies));
+    EXPECT_FALSE(address_in("192.0.2.1", c.value->server.trusted_proxies));
+    EXPECT_EQ(parse(std::string(base) + "server: {trustedProxies: 127.0.0.1}\n").value->server.trusted_proxies.size(), 1U);
+    EXPECT_TRUE(parse(std::string(base) + "server: {}\n").value->server.trusted_proxies.empty());
+    // The default budget counts refusals per address.
+    EXPECT_DOUBLE_EQ(parse(std::string(base)).value->server.per_source_address.rate, 10);
+    EXPECT_THAT(one_error("server:\n  trustedProxies: [127.0.0.1, nginx.local]\n"),
+                ::testing::AllOf(HasSubstr("test.yaml:2:"), HasSubstr("server.trustedProxies[1]: 'nginx.local' is not an address")));
+    EXPECT_THAT(one_error("server: {trustedProxies: [0.0.0.0/0]}\n"),
+                ::testing::AllOf(HasSubstr("server.trustedProxies[0]"), HasSubstr("most of the internet")));
+    EXPECT_THAT(one_error("server: {trustedProxies: ['::/0']}\n"), HasSubstr("most of the internet"));
+    EXPECT_THAT(one_error("server: {trustedProxies: {a: 1}}\n"), HasSubstr("a list of addresses"));
+}
+
 } // namespace
 } // namespace wopbridge
 
