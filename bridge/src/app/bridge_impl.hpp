@@ -164,6 +164,15 @@ struct bridge::impl final : run_lifecycle_sink {
     struct unrecorded_refusals {
         std::uint64_t since_logged = 0;
         millis logged_at = 0;
+        // Counts one; returns how many to log now, or 0 when the last line is under `interval` old.
+        std::uint64_t count_one(millis t, millis interval) {
+            ++since_logged;
+            if (logged_at != 0 && t - logged_at < interval) {
+                return 0;
+            }
+            logged_at = t;
+            return std::exchange(since_logged, 0);
+        }
     };
     // Known subscription ids only.
     std::map<std::string, unrecorded_refusals> refusals_unrecorded GUARDED_BY(refusal_log_mutex);

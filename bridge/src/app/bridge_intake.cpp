@@ -98,14 +98,10 @@ bool bridge::impl::refusal_record_admitted(const std::string& sub_id) {
     std::uint64_t count = 0;
     {
         wopbridge::lock_guard lock(refusal_log_mutex);
-        auto& u = refusals_unrecorded[sub_id];
-        ++u.since_logged;
-        if (u.logged_at != 0 && t - u.logged_at < 60 * 1000) {
-            return false;
-        }
-        count = u.since_logged;
-        u.since_logged = 0;
-        u.logged_at = t;
+        count = refusals_unrecorded[sub_id].count_one(t, 60 * 1000);
+    }
+    if (count == 0) {
+        return false;
     }
     boost::json::object f;
     f["subscription"] = sub_id;
@@ -135,14 +131,10 @@ void bridge::impl::count_rate_limited(const std::string& sub_id, std::string_vie
         if (it == rate_limited_unlogged.end()) {
             it = rate_limited_unlogged.emplace(std::string(limit), unrecorded_refusals{}).first;
         }
-        auto& u = it->second;
-        ++u.since_logged;
-        if (u.logged_at != 0 && t - u.logged_at < 10 * 1000) {
-            return;
-        }
-        count = u.since_logged;
-        u.since_logged = 0;
-        u.logged_at = t;
+        count = it->second.count_one(t, 10 * 1000);
+    }
+    if (count == 0) {
+        return;
     }
     boost::json::object f;
     f["limit"] = limit;
