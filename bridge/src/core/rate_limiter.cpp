@@ -70,6 +70,28 @@ int rate_limiter::peek(std::string_view key, const rate_limit& limit) const {
     return std::max(1, static_cast<int>(std::ceil((1.0 - tokens) / limit.rate)));
 }
 
+void rate_limiter::charge(std::string_view key, const rate_limit& limit) {
+    if (!limit.enabled()) {
+        return;
+    }
+    const double burst = burst_of(limit);
+    const millis now = clock_.now_ms();
+    std::lock_guard lock(mu_);
+    auto it = buckets_.find(std::string(key));
+    if (it == buckets_.end()) {
+        if (buckets_.size() >= max_keys_) {
+            shrink(now);
+        }
+        it = buckets_.emplace(std::string(key), bucket{burst, now, limit.rate, burst}).first;
+    }
+    auto& b = it->second;
+    if (b.rate != limit.rate || b.burst != burst) {
+        b = bucket{burst, now, limit.rate, burst};
+    }
+    b.tokens = std::max(-burst, refilled(b.tokens, now - b.updated, limit.rate, burst) - 1.0);
+    b.updated = std::max(b.updated, now);
+}
+
 std::size_t rate_limiter::size() const {
     std::lock_guard lock(mu_);
     return buckets_.size();

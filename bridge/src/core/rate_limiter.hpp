@@ -33,6 +33,9 @@ class rate_limiter {
     // What take() would answer, without taking: 0 when a token is there, else the seconds until
     // one is. For budgets charged after the fact (refusals counted once a request was refused).
     int peek(std::string_view key, const rate_limit& limit) const;
+    // Takes one token after the fact, into debt if need be (down to -burst): what passed peek()
+    // together while one token was left is all paid for before the bucket admits again.
+    void charge(std::string_view key, const rate_limit& limit);
 
     std::size_t size() const;
 

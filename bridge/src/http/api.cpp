@@ -91,7 +91,7 @@ public:
         const int s = res.status;
         if (s == 400 || s == 401 || s == 403 || s == 404 || s == 405 || s == 413 || s == 415 ||
             s == 422) {
-            (void)budget_->take(address_, limit_);
+            budget_->charge(address_, limit_);
         }
         inner_->send(std::move(res));
     }

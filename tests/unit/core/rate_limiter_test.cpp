@@ -29,6 +29,28 @@ TEST_F(RateLimiterTest, AdmitsTheBurstThenRefusesWithTheSecondsUntilATokenRefill
     EXPECT_EQ(rl.take("sub", limit), 2);
 }
 
+// A budget charged after the fact: peek() takes nothing, and what several requests that passed
+// together cost is owed (down to -burst) before the bucket admits again.
+TEST_F(RateLimiterTest, PeekTakesNothingAndChargesAfterTheFactAreOwed) {
+    rate_limiter rl(clock_);
+    const rate_limit limit{1, 2};
+    EXPECT_EQ(rl.peek("a", limit), 0); // a fresh bucket is full
+    EXPECT_EQ(rl.peek("a", limit), 0);
+    for (int i = 0; i < 5; ++i) {
+        rl.charge("a", limit); // five answered while two tokens were there: owed, to -burst
+    }
+    EXPECT_EQ(rl.peek("a", limit), 3); // from -2 back to 1 token: 3 s of refill
+    clock_.advance(2000);
+    EXPECT_EQ(rl.peek("a", limit), 1);
+    clock_.advance(1000);
+    EXPECT_EQ(rl.peek("a", limit), 0);
+    for (int i = 0; i < 10; ++i) {
+        rl.charge("b", limit);
+    }
+    EXPECT_EQ(rl.peek("b", limit), 3); // the debt stops at -burst
+    EXPECT_EQ(rl.peek("b", rate_limit{}), 0); // off: never refused
+}
+
 TEST_F(RateLimiterTest, RefillsNoFurtherThanTheBurst) {
     rate_limiter rl(clock_);
     const rate_limit limit{10, 2};
