@@ -11,9 +11,9 @@ namespace wopbridge {
 
 namespace {
 
-using headers_t = std::vector<std::pair<std::string, std::string>>;
+using forwarded_headers = std::vector<std::pair<std::string, std::string>>;
 
-std::optional<std::array<std::uint8_t, 16>> address_bytes(std::string_view text, bool& v4) {
+std::optional<std::array<std::uint8_t, 16>> address_bytes16(std::string_view text, bool& v4) {
     if (text.empty() || text.size() >= INET6_ADDRSTRLEN) {
         return std::nullopt;
     }
@@ -37,7 +37,7 @@ std::optional<std::array<std::uint8_t, 16>> address_bytes(std::string_view text,
     return std::nullopt;
 }
 
-bool inside(const std::array<std::uint8_t, 16>& a, const address_block& b) {
+bool block_contains(const std::array<std::uint8_t, 16>& a, const address_block& b) {
     int bits = b.prefix_bits;
     for (std::size_t i = 0; i < 16 && bits > 0; ++i, bits -= 8) {
         const std::uint8_t mask = bits >= 8 ? 0xff : static_cast<std::uint8_t>(0xff << (8 - bits));
@@ -48,7 +48,7 @@ bool inside(const std::array<std::uint8_t, 16>& a, const address_block& b) {
     return true;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_ows(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
         s.remove_prefix(1);
     }
@@ -58,7 +58,7 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
+std::vector<std::string_view> split_unquoted(std::string_view s, char sep) {
     std::vector<std::string_view> out;
     std::size_t start = 0;
     bool quoted = false;
@@ -67,7 +67,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
             quoted = !quoted;
         }
         if (i == s.size() || (s[i] == sep && !quoted)) {
-            out.push_back(trim(s.substr(start, i - start)));
+            out.push_back(trim_ows(s.substr(start, i - start)));
             start = i + 1;
         }
     }
@@ -89,13 +89,13 @@ std::optional<std::string> node_address(std::string_view node) {
         node = node.substr(0, node.find(':'));
     }
     bool v4 = false;
-    if (!address_bytes(node, v4)) {
+    if (!address_bytes16(node, v4)) {
         return std::nullopt;
     }
     return std::string(node);
 }
 
-std::optional<std::string_view> header_of(const headers_t& headers, std::string_view name) {
+std::optional<std::string_view> first_header(const forwarded_headers& headers, std::string_view name) {
     for (const auto& [k, v] : headers) {
         if (k == name) {
             return std::string_view(v);
@@ -105,7 +105,7 @@ std::optional<std::string_view> header_of(const headers_t& headers, std::string_
 }
 
 // Every value of a repeatable list header, in order, as one comma list.
-std::string joined(const headers_t& headers, std::string_view name) {
+std::string joined_header(const forwarded_headers& headers, std::string_view name) {
     std::string out;
     for (const auto& [k, v] : headers) {
         if (k == name) {
@@ -127,23 +127,23 @@ bool plausible_host(std::string_view h) {
     });
 }
 
-std::string lower(std::string_view s) {
+std::string ascii_lower(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
 }
 
-std::string unquote(std::string_view v) {
+std::string unquoted(std::string_view v) {
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
         v = v.substr(1, v.size() - 2);
     }
     return std::string(v);
 }
 
-struct hop {
+struct forwarded_hop {
     std::string_view node; // the for= value as sent
-    std::string proto;     // what this hop's proxy was called with ("" = not said)
+    std::string proto;     // what this forwarded_hop's proxy was called with ("" = not said)
     std::string host;
 };
 
@@ -154,7 +154,7 @@ std::optional<address_block> parse_address_block(std::string_view text) {
     b.text = std::string(text);
     auto slash = text.find('/');
     bool v4 = false;
-    auto bytes = address_bytes(text.substr(0, slash), v4);
+    auto bytes = address_bytes16(text.substr(0, slash), v4);
     if (!bytes) {
         return std::nullopt;
     }
@@ -174,53 +174,53 @@ std::optional<address_block> parse_address_block(std::string_view text) {
 
 bool address_in(std::string_view address, const std::vector<address_block>& blocks) {
     bool v4 = false;
-    auto a = address_bytes(address, v4);
+    auto a = address_bytes16(address, v4);
     return a && std::any_of(blocks.begin(), blocks.end(),
-                            [&](const address_block& b) { return inside(*a, b); });
+                            [&](const address_block& b) { return block_contains(*a, b); });
 }
 
-client_origin resolve_client(std::string_view peer, const headers_t& headers,
+client_origin resolve_client(std::string_view peer, const forwarded_headers& headers,
                              const std::vector<address_block>& trusted) {
     client_origin out{std::string(peer), {}};
     if (trusted.empty() || !address_in(peer, trusted)) {
         return out;
     }
-    std::vector<hop> hops;
-    const std::string forwarded = joined(headers, "forwarded");
-    const std::string xff = joined(headers, "x-forwarded-for");
+    std::vector<forwarded_hop> hops;
+    const std::string forwarded = joined_header(headers, "forwarded");
+    const std::string xff = joined_header(headers, "x-forwarded-for");
     if (!forwarded.empty()) {
-        for (auto element : split(forwarded, ',')) {
-            hop h;
-            for (auto pair : split(element, ';')) {
+        for (auto element : split_unquoted(forwarded, ',')) {
+            forwarded_hop h;
+            for (auto pair : split_unquoted(element, ';')) {
                 auto eq = pair.find('=');
                 if (eq == std::string_view::npos) {
                     continue;
                 }
-                const auto key = lower(trim(pair.substr(0, eq)));
-                const auto value = trim(pair.substr(eq + 1));
+                const auto key = ascii_lower(trim_ows(pair.substr(0, eq)));
+                const auto value = trim_ows(pair.substr(eq + 1));
                 if (key == "for") {
                     h.node = value;
                 } else if (key == "proto") {
-                    h.proto = lower(unquote(value));
+                    h.proto = ascii_lower(unquoted(value));
                 } else if (key == "host") {
-                    h.host = unquote(value);
+                    h.host = unquoted(value);
                 }
             }
             hops.push_back(h);
         }
     } else if (!xff.empty()) {
         // X-Forwarded-Proto / -Host describe the request the edge proxy received.
-        for (auto node : split(xff, ',')) {
-            hops.push_back(hop{node, {}, {}});
+        for (auto node : split_unquoted(xff, ',')) {
+            hops.push_back(forwarded_hop{node, {}, {}});
         }
         if (!hops.empty()) {
-            auto proto = header_of(headers, "x-forwarded-proto");
-            auto host = header_of(headers, "x-forwarded-host");
+            auto proto = first_header(headers, "x-forwarded-proto");
+            auto host = first_header(headers, "x-forwarded-host");
             if (!host) {
-                host = header_of(headers, "host");
+                host = first_header(headers, "host");
             }
-            hops.back().proto = proto ? lower(trim(split(*proto, ',').front())) : "";
-            hops.back().host = host ? std::string(trim(split(*host, ',').front())) : "";
+            hops.back().proto = proto ? ascii_lower(trim_ows(split_unquoted(*proto, ',').front())) : "";
+            hops.back().host = host ? std::string(trim_ows(split_unquoted(*host, ',').front())) : "";
             for (auto& h : hops) {
                 h.proto = hops.back().proto;
                 h.host = hops.back().host;
@@ -229,15 +229,15 @@ client_origin resolve_client(std::string_view peer, const headers_t& headers,
     }
     if (hops.empty()) {
         // No forwarded-for list, but the proxy may still say how it was called.
-        hops.push_back(hop{std::string_view(out.address), {}, {}});
-        auto proto = header_of(headers, "x-forwarded-proto");
-        auto host = header_of(headers, "x-forwarded-host");
-        host = host ? host : header_of(headers, "host");
-        hops.back().proto = proto ? lower(trim(split(*proto, ',').front())) : "";
-        hops.back().host = host ? std::string(trim(split(*host, ',').front())) : "";
+        hops.push_back(forwarded_hop{std::string_view(out.address), {}, {}});
+        auto proto = first_header(headers, "x-forwarded-proto");
+        auto host = first_header(headers, "x-forwarded-host");
+        host = host ? host : first_header(headers, "host");
+        hops.back().proto = proto ? ascii_lower(trim_ows(split_unquoted(*proto, ',').front())) : "";
+        hops.back().host = host ? std::string(trim_ows(split_unquoted(*host, ',').front())) : "";
     }
-    // From the nearest hop outward: skip our own proxies; the first other address is the client.
-    const hop* edge = nullptr;
+    // From the nearest forwarded_hop outward: skip our own proxies; the first other address is the client.
+    const forwarded_hop* edge = nullptr;
     for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
         auto address = node_address(it->node);
         if (!address) {
