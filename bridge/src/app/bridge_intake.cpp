@@ -353,7 +353,7 @@ void bridge::impl::ingest_webhook(const subscription& found, const inbound_http_
         // A verified endpoint check (Discord PING, Zoom URL validation): answered, not stored,
         // not counted as an ingest.
         submit_result r;
-        r.handshake = handshake_reply{v.answer->status, v.answer->content_type, v.answer->body};
+        r.handshake = std::move(v.answer);
         submitted(std::move(r));
         return;
     }

@@ -1,5 +1,7 @@
 #include "core/forwarded.hpp"
 
+#include "wopbridge/http_util.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -48,16 +50,6 @@ bool block_contains(const std::array<std::uint8_t, 16>& a, const address_block& 
     return true;
 }
 
-std::string_view trim_ows(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 std::vector<std::string_view> split_unquoted(std::string_view s, char sep) {
     std::vector<std::string_view> out;
     std::size_t start = 0;
@@ -67,7 +59,7 @@ std::vector<std::string_view> split_unquoted(std::string_view s, char sep) {
             quoted = !quoted;
         }
         if (i == s.size() || (s[i] == sep && !quoted)) {
-            out.push_back(trim_ows(s.substr(start, i - start)));
+            out.push_back(http::trim_whitespace(s.substr(start, i - start)));
             start = i + 1;
         }
     }
@@ -95,15 +87,6 @@ std::optional<std::string> node_address(std::string_view node) {
     return std::string(node);
 }
 
-std::optional<std::string_view> first_header(const forwarded_headers& headers, std::string_view name) {
-    for (const auto& [k, v] : headers) {
-        if (k == name) {
-            return std::string_view(v);
-        }
-    }
-    return std::nullopt;
-}
-
 // Every value of a repeatable list header, in order, as one comma list.
 std::string joined_header(const forwarded_headers& headers, std::string_view name) {
     std::string out;
@@ -127,13 +110,6 @@ bool plausible_host(std::string_view h) {
     });
 }
 
-std::string ascii_lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
 std::string unquoted(std::string_view v) {
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
         v = v.substr(1, v.size() - 2);
@@ -142,8 +118,8 @@ std::string unquoted(std::string_view v) {
 }
 
 struct forwarded_hop {
-    std::string_view node; // the for= value as sent
-    std::string proto;     // what this forwarded_hop's proxy was called with ("" = not said)
+    std::string node;      // the for= value as sent
+    std::string proto;     // what this hop's proxy was called with ("" = not said)
     std::string host;
 };
 
@@ -179,64 +155,68 @@ bool address_in(std::string_view address, const std::vector<address_block>& bloc
                             [&](const address_block& b) { return block_contains(*a, b); });
 }
 
+namespace {
+
+// RFC 7239: each element names a hop and what its proxy was called with.
+std::vector<forwarded_hop> rfc7239_hops(const std::string& forwarded) {
+    std::vector<forwarded_hop> hops;
+    for (auto element : split_unquoted(forwarded, ',')) {
+        forwarded_hop h;
+        for (auto pair : split_unquoted(element, ';')) {
+            auto eq = pair.find('=');
+            if (eq == std::string_view::npos) {
+                continue;
+            }
+            const auto key = http::to_lower(http::trim_whitespace(pair.substr(0, eq)));
+            const auto value = http::trim_whitespace(pair.substr(eq + 1));
+            if (key == "for") {
+                h.node = std::string(value);
+            } else if (key == "proto") {
+                h.proto = http::to_lower(unquoted(value));
+            } else if (key == "host") {
+                h.host = unquoted(value);
+            }
+        }
+        hops.push_back(std::move(h));
+    }
+    return hops;
+}
+
+// X-Forwarded-For lists the hops (or, absent, the peer is the only one); X-Forwarded-Proto and
+// X-Forwarded-Host (else Host) describe the request the edge proxy received, whichever hop that is.
+std::vector<forwarded_hop> x_forwarded_hops(const forwarded_headers& headers, std::string_view peer) {
+    std::vector<forwarded_hop> hops;
+    const std::string xff = joined_header(headers, "x-forwarded-for");
+    for (auto node : split_unquoted(xff, ',')) {
+        hops.push_back(forwarded_hop{std::string(node), {}, {}});
+    }
+    if (xff.empty()) {
+        hops.push_back(forwarded_hop{std::string(peer), {}, {}});
+    }
+    auto first_of = [](std::optional<std::string_view> list) {
+        return list ? std::string(http::trim_whitespace(split_unquoted(*list, ',').front())) : std::string();
+    };
+    auto host = http::find_header(headers, "x-forwarded-host");
+    const std::string proto = http::to_lower(first_of(http::find_header(headers, "x-forwarded-proto")));
+    const std::string edge_host = first_of(host ? host : http::find_header(headers, "host"));
+    for (auto& h : hops) {
+        h.proto = proto;
+        h.host = edge_host;
+    }
+    return hops;
+}
+
+} // namespace
+
 client_origin resolve_client(std::string_view peer, const forwarded_headers& headers,
                              const std::vector<address_block>& trusted) {
     client_origin out{std::string(peer), {}};
     if (trusted.empty() || !address_in(peer, trusted)) {
         return out;
     }
-    std::vector<forwarded_hop> hops;
     const std::string forwarded = joined_header(headers, "forwarded");
-    const std::string xff = joined_header(headers, "x-forwarded-for");
-    if (!forwarded.empty()) {
-        for (auto element : split_unquoted(forwarded, ',')) {
-            forwarded_hop h;
-            for (auto pair : split_unquoted(element, ';')) {
-                auto eq = pair.find('=');
-                if (eq == std::string_view::npos) {
-                    continue;
-                }
-                const auto key = ascii_lower(trim_ows(pair.substr(0, eq)));
-                const auto value = trim_ows(pair.substr(eq + 1));
-                if (key == "for") {
-                    h.node = value;
-                } else if (key == "proto") {
-                    h.proto = ascii_lower(unquoted(value));
-                } else if (key == "host") {
-                    h.host = unquoted(value);
-                }
-            }
-            hops.push_back(h);
-        }
-    } else if (!xff.empty()) {
-        // X-Forwarded-Proto / -Host describe the request the edge proxy received.
-        for (auto node : split_unquoted(xff, ',')) {
-            hops.push_back(forwarded_hop{node, {}, {}});
-        }
-        if (!hops.empty()) {
-            auto proto = first_header(headers, "x-forwarded-proto");
-            auto host = first_header(headers, "x-forwarded-host");
-            if (!host) {
-                host = first_header(headers, "host");
-            }
-            hops.back().proto = proto ? ascii_lower(trim_ows(split_unquoted(*proto, ',').front())) : "";
-            hops.back().host = host ? std::string(trim_ows(split_unquoted(*host, ',').front())) : "";
-            for (auto& h : hops) {
-                h.proto = hops.back().proto;
-                h.host = hops.back().host;
-            }
-        }
-    }
-    if (hops.empty()) {
-        // No forwarded-for list, but the proxy may still say how it was called.
-        hops.push_back(forwarded_hop{std::string_view(out.address), {}, {}});
-        auto proto = first_header(headers, "x-forwarded-proto");
-        auto host = first_header(headers, "x-forwarded-host");
-        host = host ? host : first_header(headers, "host");
-        hops.back().proto = proto ? ascii_lower(trim_ows(split_unquoted(*proto, ',').front())) : "";
-        hops.back().host = host ? std::string(trim_ows(split_unquoted(*host, ',').front())) : "";
-    }
-    // From the nearest forwarded_hop outward: skip our own proxies; the first other address is the client.
+    const auto hops = forwarded.empty() ? x_forwarded_hops(headers, peer) : rfc7239_hops(forwarded);
+    // From the nearest hop outward: skip our own proxies; the first other address is the client.
     const forwarded_hop* edge = nullptr;
     for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
         auto address = node_address(it->node);

@@ -22,13 +22,9 @@ double refilled(double tokens, millis since, double rate, double burst) {
 rate_limiter::rate_limiter(clock_source& clock, std::size_t max_keys)
     : clock_(clock), max_keys_(std::max<std::size_t>(1, max_keys)) {}
 
-int rate_limiter::take(std::string_view key, const rate_limit& limit) {
-    if (!limit.enabled()) {
-        return 0;
-    }
+rate_limiter::bucket& rate_limiter::refreshed(std::string_view key, const rate_limit& limit,
+                                              millis now) {
     const double burst = burst_of(limit);
-    const millis now = clock_.now_ms();
-    std::lock_guard lock(mu_);
     auto it = buckets_.find(std::string(key));
     if (it == buckets_.end()) {
         if (buckets_.size() >= max_keys_) {
@@ -43,53 +39,50 @@ int rate_limiter::take(std::string_view key, const rate_limit& limit) {
     }
     b.tokens = refilled(b.tokens, now - b.updated, limit.rate, burst);
     b.updated = std::max(b.updated, now);
+    return b;
+}
+
+int rate_limiter::wait_seconds(double tokens, const rate_limit& limit) {
+    return tokens >= 1.0 ? 0 : std::max(1, static_cast<int>(std::ceil((1.0 - tokens) / limit.rate)));
+}
+
+int rate_limiter::take(std::string_view key, const rate_limit& limit) {
+    if (!limit.enabled()) {
+        return 0;
+    }
+    const millis now = clock_.now_ms();
+    std::lock_guard lock(mu_);
+    auto& b = refreshed(key, limit, now);
     if (b.tokens >= 1.0) {
         b.tokens -= 1.0;
         return 0;
     }
-    const double wait_s = (1.0 - b.tokens) / limit.rate;
-    return std::max(1, static_cast<int>(std::ceil(wait_s)));
+    return wait_seconds(b.tokens, limit);
 }
 
 int rate_limiter::peek(std::string_view key, const rate_limit& limit) const {
     if (!limit.enabled()) {
         return 0;
     }
-    const double burst = burst_of(limit);
     const millis now = clock_.now_ms();
     std::lock_guard lock(mu_);
     auto it = buckets_.find(std::string(key));
-    if (it == buckets_.end() || it->second.rate != limit.rate || it->second.burst != burst) {
+    if (it == buckets_.end() || it->second.rate != limit.rate ||
+        it->second.burst != burst_of(limit)) {
         return 0; // a fresh bucket is full
     }
     const auto& b = it->second;
-    const double tokens = refilled(b.tokens, now - b.updated, limit.rate, burst);
-    if (tokens >= 1.0) {
-        return 0;
-    }
-    return std::max(1, static_cast<int>(std::ceil((1.0 - tokens) / limit.rate)));
+    return wait_seconds(refilled(b.tokens, now - b.updated, b.rate, b.burst), limit);
 }
 
 void rate_limiter::charge(std::string_view key, const rate_limit& limit) {
     if (!limit.enabled()) {
         return;
     }
-    const double burst = burst_of(limit);
     const millis now = clock_.now_ms();
     std::lock_guard lock(mu_);
-    auto it = buckets_.find(std::string(key));
-    if (it == buckets_.end()) {
-        if (buckets_.size() >= max_keys_) {
-            shrink(now);
-        }
-        it = buckets_.emplace(std::string(key), bucket{burst, now, limit.rate, burst}).first;
-    }
-    auto& b = it->second;
-    if (b.rate != limit.rate || b.burst != burst) {
-        b = bucket{burst, now, limit.rate, burst};
-    }
-    b.tokens = std::max(-burst, refilled(b.tokens, now - b.updated, limit.rate, burst) - 1.0);
-    b.updated = std::max(b.updated, now);
+    auto& b = refreshed(key, limit, now);
+    b.tokens = std::max(-b.burst, b.tokens - 1.0);
 }
 
 std::size_t rate_limiter::size() const {

@@ -47,6 +47,9 @@ class rate_limiter {
         double burst = 0;
     };
     void shrink(millis now);
+    // `key`'s bucket (made, or reset for a changed limit) refilled to `now`; mu_ held.
+    bucket& refreshed(std::string_view key, const rate_limit& limit, millis now);
+    static int wait_seconds(double tokens, const rate_limit& limit);
 
     clock_source& clock_;
     std::size_t max_keys_;

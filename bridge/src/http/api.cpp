@@ -75,10 +75,6 @@ bool declares_non_json(const http_request& req) {
     return !is_json;
 }
 
-} // namespace
-
-namespace {
-
 // Charges the address's budget for an answer that refused the request; what verified (2xx), was
 // held back (409 not active, 429, 5xx) or streamed is not the sender's fault and costs nothing.
 class refusal_charging_sink final : public response_sink {

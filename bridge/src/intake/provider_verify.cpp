@@ -114,13 +114,13 @@ webhook_verification refused(webhook_verification v, verification_mode mode, sig
 
 // Only a request whose own signature verified gets here, so the answer signs nothing for a
 // stranger (a Zoom handler that hashed any plainToken would be a signing oracle).
-std::optional<handshake_answer> handshake_of(const providers::provider& p, request_view& r,
+std::optional<handshake_reply> handshake_of(const providers::provider& p, request_view& r,
                                              const std::string& secret) {
     using providers::handshake;
     if (p.handshake == handshake::discord_ping) {
         auto type = r.json_text("/type");
         if (type && *type == "1") {
-            return handshake_answer{200, "application/json", R"({"type":1})"};
+            return handshake_reply{200, "application/json", R"({"type":1})"};
         }
     }
     if (p.handshake == handshake::zoom_url_validation) {
@@ -129,7 +129,7 @@ std::optional<handshake_answer> handshake_of(const providers::provider& p, reque
         if (event && *event == "endpoint.url_validation" && plain) {
             json::object reply{{"plainToken", *plain},
                                {"encryptedToken", sig::to_hex(sig::hmac_sha256(secret, *plain))}};
-            return handshake_answer{200, "application/json", json::serialize(reply)};
+            return handshake_reply{200, "application/json", json::serialize(reply)};
         }
     }
     return std::nullopt;

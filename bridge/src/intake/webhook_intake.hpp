@@ -12,13 +12,6 @@
 
 namespace wopbridge::intake {
 
-// What a provider's endpoint check is answered (provider_verify.hpp): sent as it is.
-struct handshake_answer {
-    int status = 200;
-    std::string content_type = "application/json";
-    std::string body;
-};
-
 struct webhook_verification {
     bool refused = false;    // `required` mode refused the request: dead-letter it, answer 401
     bool verified = false;   // the signature checked out
@@ -28,7 +21,7 @@ struct webhook_verification {
     // 400 rather than 401): what the sender must fix, content-free.
     std::string malformed_header;
     // A verified handshake: answer this and store nothing.
-    std::optional<handshake_answer> answer;
+    std::optional<handshake_reply> answer; // sent as it is
 };
 
 // Header lookup by lower-case name; the first occurrence wins.

@@ -3,6 +3,7 @@
 // hmac); tests/integration/provider_sdk_serve_test.cpp signs with each provider's own SDK.
 #include "intake/provider_catalogue.hpp"
 #include "intake/provider_verify.hpp"
+#include "provider_requests.hpp"
 
 #include <boost/json.hpp>
 #include <gmock/gmock.h>
@@ -16,12 +17,7 @@ namespace json = boost::json;
 constexpr std::int64_t now_s = 1767225600;
 
 inbound_http_request request(std::string body, std::vector<std::pair<std::string, std::string>> h) {
-    inbound_http_request r;
-    r.method = "POST";
-    r.body = std::move(body);
-    r.headers = std::move(h);
-    r.headers.emplace_back("content-type", "application/json");
-    return r;
+    return testing::json_post(std::move(body), std::move(h));
 }
 
 const providers::provider& entry(std::string_view name) {

@@ -3,6 +3,7 @@
 // RFC 8032's first test key, HMACs by Python's hmac.
 #include "intake/provider_catalogue.hpp"
 #include "intake/provider_verify.hpp"
+#include "provider_requests.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -16,12 +17,7 @@ constexpr std::int64_t now_s = 1767225600;
 const std::string discord_public_key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
 
 inbound_http_request request(std::string body, std::vector<std::pair<std::string, std::string>> h) {
-    inbound_http_request r;
-    r.method = "POST";
-    r.body = std::move(body);
-    r.headers = std::move(h);
-    r.headers.emplace_back("content-type", "application/json");
-    return r;
+    return testing::json_post(std::move(body), std::move(h));
 }
 
 intake::webhook_verification check(std::string_view name, const std::vector<std::string>& secrets,
